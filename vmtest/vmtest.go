@@ -1,0 +1,93 @@
+// Package vmtest boots a kernel, runs compiled Go test binaries inside it
+// and streams their output back to the host.
+//
+// The host owns time: every run has a boot timeout, a no-output timeout and
+// an overall deadline. A kernel that panics, hangs or oopses is reported as
+// such, with the console lines that show it, and never leaves qemu running.
+//
+// vmtest knows nothing about which suites exist; it runs what it is given.
+package vmtest
+
+import (
+	"context"
+	"time"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
+)
+
+// Binary is one compiled test binary (go test -c) to run in the guest.
+type Binary struct {
+	// Name labels the binary's output, usually the package import path.
+	Name string
+	// Path is the executable on the host.
+	Path string
+	// Args are passed to the binary, e.g. -test.v=test2json -test.run=X.
+	Args []string
+}
+
+// Timeouts bound every phase of a run. Zero means the default.
+type Timeouts struct {
+	// Boot bounds qemu start to the guest init's first message.
+	Boot time.Duration
+	// Idle bounds the time without any output, console or test.
+	Idle time.Duration
+	// Overall bounds the whole run.
+	Overall time.Duration
+}
+
+// Job is what a backend runs on one kernel.
+type Job struct {
+	Binaries []Binary
+	// Modules are loaded (with their dependencies) before the binaries run.
+	// A module the kernel lacks is not an error: tests probe and skip.
+	Modules  []string
+	Timeouts Timeouts
+	// Accel is "auto", "kvm" or "tcg".
+	Accel string
+	// CPUs and MemoryMB size the guest; zero means 2 and 1024.
+	CPUs     int
+	MemoryMB int
+}
+
+// Sink receives everything a run produces, as it happens. Calls are made
+// from one goroutine at a time.
+type Sink interface {
+	// Start is called when a binary starts.
+	Start(b Binary)
+	// Output carries the binary's stdout and stderr, in order.
+	Output(b Binary, p []byte)
+	// Exit is called when a binary exits, with its exit code.
+	Exit(b Binary, code int)
+	// Splat reports a kernel warning, oops or panic seen on the console.
+	Splat(s Splat)
+}
+
+// Splat is a kernel report seen on the console.
+type Splat struct {
+	// Kind is the trigger: "WARNING", "BUG", "KASAN", "UBSAN", "lockdep",
+	// "panic", "RCU stall", "hung task".
+	Kind string
+	// Lines are the report's console lines.
+	Lines []string
+}
+
+// Outcome summarises one run.
+type Outcome struct {
+	// BootToFirstTest is qemu start to the first binary's start.
+	BootToFirstTest time.Duration
+	// Total is qemu start to exit.
+	Total time.Duration
+	// Accel is the accelerator that was used.
+	Accel string
+	// Console holds the last console lines, for reports.
+	Console []string
+}
+
+// Backend boots kernels and runs jobs in them.
+type Backend interface {
+	Name() string
+	// Run runs job on k. It returns an error wrapping ErrCrash when the
+	// kernel panicked, hung or missed a deadline, and another error when the
+	// run could not start.
+	Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*Outcome, error)
+}
