@@ -40,7 +40,10 @@ type Job struct {
 	Binaries []Binary
 	// Modules are loaded (with their dependencies) before the binaries run.
 	// A module the kernel lacks is not an error: tests probe and skip.
-	Modules  []string
+	Modules []string
+	// Env is added to the binaries' environment ("KEY=value"); the CLI sets
+	// XMITCHECK_KERNEL to the catalog name so tests know their expectations.
+	Env      []string
 	Timeouts Timeouts
 	// Accel is "auto", "kvm" or "tcg".
 	Accel string
