@@ -1,0 +1,127 @@
+// Package netenv gives each test a network namespace of its own, with IPv6
+// off (stray ND/MLD frames would break exact counts), and runs code inside
+// it. Everything a test builds lives in that namespace and goes away with it
+// in t.Cleanup, so the host is left exactly as it was.
+package netenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Env is one test's network namespace.
+type Env struct {
+	// NS is the namespace; it is closed by the test's cleanup.
+	NS netns.NsHandle
+	// Handle talks netlink inside NS.
+	Handle *netlink.Handle
+}
+
+// New creates a namespace for tb, brings its loopback up and turns IPv6 off
+// for every device created afterwards. It fails tb when not run as root.
+func New(tb testing.TB) *Env {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Fatal("netenv: network namespaces need root: run the suites as root, in a VM (xmitcheck run) or with sudo")
+	}
+	ns, err := newNS()
+	if err != nil {
+		tb.Fatalf("netenv: %v", err)
+	}
+	tb.Cleanup(func() { ns.Close() })
+
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		tb.Fatalf("netenv: netlink handle in namespace: %v", err)
+	}
+	tb.Cleanup(h.Close)
+
+	e := &Env{NS: ns, Handle: h}
+	err = e.Do(func() error {
+		for _, key := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
+			if err := sysctl(key, "1"); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+		lo, err := h.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return h.LinkSetUp(lo)
+	})
+	if err != nil {
+		tb.Fatalf("netenv: set up namespace: %v", err)
+	}
+	return e
+}
+
+// newNS creates a namespace without moving the calling goroutine into it.
+func newNS() (netns.NsHandle, error) {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return 0, fmt.Errorf("current namespace: %w", err)
+	}
+	defer orig.Close()
+	ns, err := netns.New()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return 0, fmt.Errorf("new namespace: %w", err)
+	}
+	if err := netns.Set(orig); err != nil {
+		// The thread is stuck in the new namespace: keep it locked so it
+		// dies with the goroutine instead of serving others.
+		ns.Close()
+		return 0, fmt.Errorf("restore namespace: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return ns, nil
+}
+
+// Do runs fn on a locked OS thread inside the namespace. Sockets and
+// /dev/net/tun files opened by fn belong to the namespace for their life.
+// If the thread cannot return to its namespace it is left locked, so that
+// it exits with the goroutine and never serves another one.
+func (e *Env) Do(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("current namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(e.NS); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("enter namespace: %w", err)
+			return
+		}
+		ferr := fn()
+		if err := netns.Set(orig); err != nil {
+			errc <- fmt.Errorf("leave namespace: %w", err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// Sysctl writes a value under /proc/sys inside the namespace, e.g.
+// Sysctl("net/core/somaxconn", "4096").
+func (e *Env) Sysctl(key, value string) error {
+	return e.Do(func() error { return sysctl(key, value) })
+}
+
+func sysctl(key, value string) error {
+	return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0)
+}
