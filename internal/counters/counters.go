@@ -1,0 +1,66 @@
+// Package counters reads the kernel's packet counters (link stats64, qdisc
+// stats over netlink), waits for them with a deadline, and states the
+// conservation law every suite asserts:
+//
+//	sent = received + dropped by the device + dropped by the qdisc + still queued
+package counters
+
+import "fmt"
+
+// Link is a device's rtnl_link_stats64, the counters a test uses.
+type Link struct {
+	TxPackets, TxDropped, RxPackets, RxDropped uint64
+}
+
+// Sub returns l - o, field by field.
+func (l Link) Sub(o Link) Link {
+	return Link{
+		TxPackets: l.TxPackets - o.TxPackets,
+		TxDropped: l.TxDropped - o.TxDropped,
+		RxPackets: l.RxPackets - o.RxPackets,
+		RxDropped: l.RxDropped - o.RxDropped,
+	}
+}
+
+func (l Link) String() string {
+	return fmt.Sprintf("tx_packets=%d tx_dropped=%d rx_packets=%d rx_dropped=%d", l.TxPackets, l.TxDropped, l.RxPackets, l.RxDropped)
+}
+
+// Qdisc is a qdisc's gnet_stats_basic and gnet_stats_queue.
+type Qdisc struct {
+	Kind string
+	// Packets were dequeued to the device (or sent on when bypassed).
+	Packets uint64
+	// Qlen packets (Backlog bytes) are queued now.
+	Qlen, Backlog               uint64
+	Drops, Requeues, Overlimits uint64
+}
+
+func (q Qdisc) String() string {
+	return fmt.Sprintf("%s: sent=%d qlen=%d backlog=%dB drops=%d requeues=%d overlimits=%d",
+		q.Kind, q.Packets, q.Qlen, q.Backlog, q.Drops, q.Requeues, q.Overlimits)
+}
+
+// Accounting is one test's whole ledger for the frames it sent.
+type Accounting struct {
+	Sent         uint64 // frames the sender handed to the kernel successfully
+	Received     uint64 // frames the consumer got
+	DeviceDrops  uint64 // dropped by the device (tun tx_dropped)
+	QdiscDrops   uint64 // dropped by the qdisc
+	QdiscBacklog uint64 // packets still in the qdisc
+	InDevice     uint64 // packets still queued in the device (ptr_ring)
+}
+
+// Balanced reports whether every frame sent is accounted for exactly once.
+func (a Accounting) Balanced() bool {
+	return a.Sent == a.Received+a.DeviceDrops+a.QdiscDrops+a.QdiscBacklog+a.InDevice
+}
+
+func (a Accounting) String() string {
+	op := "=="
+	if !a.Balanced() {
+		op = "!="
+	}
+	return fmt.Sprintf("sent %d %s received %d + device drops %d + qdisc drops %d + qdisc backlog %d + in device %d",
+		a.Sent, op, a.Received, a.DeviceDrops, a.QdiscDrops, a.QdiscBacklog, a.InDevice)
+}

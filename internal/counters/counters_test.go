@@ -1,0 +1,34 @@
+package counters
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+)
+
+func TestAccounting(t *testing.T) {
+	a := Accounting{Sent: 100, Received: 60, DeviceDrops: 10, QdiscDrops: 5, QdiscBacklog: 20, InDevice: 5}
+	assert.Assert(t, a.Balanced())
+	a.Received--
+	assert.Assert(t, !a.Balanced())
+	assert.Equal(t, a.String(), "sent 100 != received 59 + device drops 10 + qdisc drops 5 + qdisc backlog 20 + in device 5")
+}
+
+func TestWaitForReportsLastValue(t *testing.T) {
+	n := 0
+	get := func() (int, error) { n++; return n, nil }
+	v, err := WaitFor(context.Background(), 20*time.Millisecond, get, func(v int) bool { return v < 0 })
+	assert.ErrorContains(t, err, "last observed")
+	assert.Assert(t, v > 0)
+
+	v, err = WaitFor(context.Background(), time.Second, get, func(v int) bool { return v >= n && v > 3 })
+	assert.NilError(t, err)
+	assert.Assert(t, v > 3)
+
+	boom := errors.New("boom")
+	_, err = WaitFor(context.Background(), time.Second, func() (int, error) { return 0, boom }, func(int) bool { return true })
+	assert.ErrorIs(t, err, boom)
+}

@@ -1,0 +1,34 @@
+package counters
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PollInterval is how often WaitFor samples.
+const PollInterval = 2 * time.Millisecond
+
+// WaitFor samples get until ok accepts a value or timeout passes. On
+// timeout the error carries the last value observed, so a failure shows the
+// state the kernel was stuck in.
+func WaitFor[T any](ctx context.Context, timeout time.Duration, get func() (T, error), ok func(T) bool) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(PollInterval)
+	defer t.Stop()
+	for {
+		v, err := get()
+		if err != nil {
+			return v, err
+		}
+		if ok(v) {
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("waited %v, last observed: %v", timeout, v)
+		case <-t.C:
+		}
+	}
+}
