@@ -1,0 +1,85 @@
+package guest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// drainAfterExit bounds how long output is still read after a binary
+// exited, for children it left behind that hold its stdout open.
+const drainAfterExit = 2 * time.Second
+
+// runBinary runs binary i in its own scratch directory and process group,
+// streams its stdout and stderr and reports its exit code. It returns an
+// error only when the host can no longer be reached.
+func runBinary(i int, b Binary, env []string, snd sender) error {
+	if err := snd.Event(Event{Ev: EvStart, Bin: i, Off: snd.Offset()}); err != nil {
+		return err
+	}
+	code, err := execBinary(b, env, snd)
+	if err != nil {
+		return err
+	}
+	return snd.Event(Event{Ev: EvExit, Bin: i, Code: code, Off: snd.Offset()})
+}
+
+func execBinary(b Binary, env []string, snd sender) (int, error) {
+	dir, err := os.MkdirTemp("", "xmitcheck-run-")
+	if err == nil {
+		defer os.RemoveAll(dir)
+	} else {
+		dir = "/"
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, fmt.Errorf("pipe for %s: %w", b.Name, err)
+	}
+	defer r.Close()
+	cmd := exec.Command(b.Path, b.Args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		msg := fmt.Sprintf("xmitcheck guest: cannot start %s: %v\n", b.Path, err)
+		return 127, snd.Output([]byte(msg))
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		// Whatever the binary left behind dies with it, and its output
+		// is read for a bounded time only.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		r.SetReadDeadline(time.Now().Add(drainAfterExit))
+		close(exited)
+	}()
+	buf := make([]byte, 64<<10)
+	var sendErr error
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && sendErr == nil {
+			sendErr = snd.Output(buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	<-exited
+	if sendErr != nil {
+		return 0, fmt.Errorf("send output of %s: %w", b.Name, sendErr)
+	}
+	return exitCode(cmd.ProcessState), nil
+}
+
+// exitCode is the shell's view of a status: the code, or 128+signal.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
