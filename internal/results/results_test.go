@@ -1,0 +1,162 @@
+package results
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+const pkg = "github.com/xmitcheck/xmitcheck/suites/tun"
+
+// sample is a run as test2json reports it: a pass, a skip, a test with
+// subtests (one failing) and a test that a kernel splat interrupts.
+func sample() *Run {
+	r := NewRun("debian:7.3 (7.3.4-1)")
+	for _, e := range []Event{
+		{Action: "start", Package: pkg},
+		{Action: "run", Package: pkg, Test: "TestStock"},
+		{Action: "output", Package: pkg, Test: "TestStock", Output: "=== RUN   TestStock\n"},
+		{Action: "pass", Package: pkg, Test: "TestStock", Elapsed: 0.5},
+		{Action: "run", Package: pkg, Test: "TestFlag"},
+		{Action: "output", Package: pkg, Test: "TestFlag", Output: "    flag_test.go:12: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)\n"},
+		{Action: "output", Package: pkg, Test: "TestFlag", Output: "--- SKIP: TestFlag (0.00s)\n"},
+		{Action: "skip", Package: pkg, Test: "TestFlag"},
+		{Action: "run", Package: pkg, Test: "TestWake"},
+		{Action: "run", Package: pkg, Test: "TestWake/Half"},
+		{Action: "pass", Package: pkg, Test: "TestWake/Half"},
+		{Action: "run", Package: pkg, Test: "TestWake/Drain"},
+		{Action: "output", Package: pkg, Test: "TestWake/Drain", Output: "    wake_test.go:40: backlog 12 # want 0\n"},
+		{Action: "fail", Package: pkg, Test: "TestWake/Drain"},
+		{Action: "fail", Package: pkg, Test: "TestWake"},
+		{Action: "run", Package: pkg, Test: "TestRace"},
+	} {
+		r.Add(e)
+	}
+	r.AttachKernel("WARNING", []string{"WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"})
+	r.Add(Event{Action: "pass", Package: pkg, Test: "TestRace"})
+	r.Add(Event{Action: "fail", Package: pkg})
+	return r
+}
+
+func TestCounts(t *testing.T) {
+	r := sample()
+	p, f, s := r.Counts()
+	assert.Check(t, is.Equal(p, 2), "TestStock, TestWake/Half")
+	assert.Check(t, is.Equal(f, 2), "TestWake/Drain, TestRace (splat)")
+	assert.Check(t, is.Equal(s, 1))
+	assert.Check(t, r.Failed())
+}
+
+func TestCrashFailsUnfinished(t *testing.T) {
+	r := NewRun("debian:6.1")
+	r.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
+	r.AttachKernel("panic", []string{"Kernel panic - not syncing: boom"})
+	r.Finish(errors.New("kernel panicked"))
+	_, f, _ := r.Counts()
+	assert.Equal(t, f, 1)
+	assert.Equal(t, r.Tests[0].Status, Fail)
+
+	r = NewRun("debian:6.1")
+	r.AttachKernel("boot", []string{"no init found"})
+	r.Finish(errors.New("boot failed"))
+	assert.Equal(t, r.Tests[0].Package+" "+r.Tests[0].Name, "kernel boot")
+}
+
+func TestReason(t *testing.T) {
+	r := sample()
+	assert.Equal(t, r.byName[key(pkg, "TestFlag")].Reason(), "kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)")
+}
+
+func TestKTAP(t *testing.T) {
+	ok := NewRun("host (6.18.44)")
+	ok.Add(Event{Action: "run", Package: pkg, Test: "TestStock"})
+	ok.Add(Event{Action: "pass", Package: pkg, Test: "TestStock"})
+	ok.Add(Event{Action: "pass", Package: pkg})
+	var b bytes.Buffer
+	assert.NilError(t, WriteKTAP(&b, []*Run{sample(), ok}))
+	out := b.String()
+	checkKTAP(t, out)
+	for _, want := range []string{
+		"        ok 2 TestFlag # SKIP kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)\n",
+		"            # wake_test.go:40: backlog 12 # want 0\n",
+		"            not ok 2 Drain\n",
+		"        # kernel WARNING:\n",
+		"    not ok 1 suites/tun\n",
+		"not ok 1 debian:7.3 (7.3.4-1)\n",
+		"ok 2 host (6.18.44)\n",
+	} {
+		assert.Check(t, is.Contains(out, want))
+	}
+}
+
+var (
+	versionRE = regexp.MustCompile(`^(KTAP version 1|TAP version 1[34])$`)
+	planRE    = regexp.MustCompile(`^1\.\.(\d+)$`)
+	resultRE  = regexp.MustCompile(`^(not )?ok (\d+) [^#]*( # (SKIP|TODO).*)?$`)
+)
+
+// checkKTAP validates the structure KTAP version 1 requires: every block
+// opens with a version line, declares a plan, and its result lines are
+// numbered 1..plan; nested blocks are indented by four spaces.
+func checkKTAP(t *testing.T, out string) {
+	t.Helper()
+	type block struct{ plan, seen int }
+	var stack []*block
+	for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		depth := (len(line) - len(trimmed)) / 4
+		where := fmt.Sprintf("line %d %q", i+1, line)
+		switch {
+		case versionRE.MatchString(trimmed):
+			assert.Equal(t, depth, len(stack), where)
+			stack = append(stack, &block{plan: -1})
+		case planRE.MatchString(trimmed):
+			assert.Equal(t, depth, len(stack)-1, where)
+			n, _ := strconv.Atoi(planRE.FindStringSubmatch(trimmed)[1])
+			stack[depth].plan = n
+		case strings.HasPrefix(trimmed, "#"):
+		case resultRE.MatchString(trimmed):
+			for len(stack) > depth+1 {
+				b := stack[len(stack)-1]
+				assert.Equal(t, b.seen, b.plan, "plan of the block closed at %s", where)
+				stack = stack[:len(stack)-1]
+			}
+			n, _ := strconv.Atoi(resultRE.FindStringSubmatch(trimmed)[2])
+			stack[depth].seen++
+			assert.Equal(t, n, stack[depth].seen, where)
+		default:
+			t.Fatalf("not a KTAP line: %s", where)
+		}
+	}
+	assert.Assert(t, is.Len(stack, 1))
+	assert.Equal(t, stack[0].seen, stack[0].plan)
+}
+
+func TestJUnit(t *testing.T) {
+	var b bytes.Buffer
+	assert.NilError(t, WriteJUnit(&b, []*Run{sample()}))
+	var got junitSuites
+	assert.NilError(t, xml.Unmarshal(b.Bytes(), &got))
+	assert.Assert(t, is.Len(got.Suites, 1))
+	s := got.Suites[0]
+	assert.Check(t, is.Equal(s.Tests, 5))
+	assert.Check(t, is.Equal(s.Failures, 2))
+	assert.Check(t, is.Equal(s.Skipped, 1))
+	assert.Check(t, is.Equal(s.Cases[2].Name, "TestWake/Half"))
+}
+
+func TestSummaryClosingLine(t *testing.T) {
+	var b bytes.Buffer
+	WriteSummary(&b, []*Run{sample()})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	assert.Equal(t, lines[len(lines)-1], "2 passed, 2 failed, 1 skipped")
+	assert.Check(t, is.Contains(b.String(), "--- FAIL: debian:7.3 (7.3.4-1) suites/tun.TestRace\n"))
+}
