@@ -1,0 +1,136 @@
+// Package vhost is a userspace vhost-net "guest": it opens /dev/vhost-net,
+// gives it one anonymous memory region and a split virtqueue for RX, attaches
+// a tap as the backend and then plays the guest driver, posting receive
+// buffers at a rate the test controls and reading the used ring. It lets the
+// suites drive the vhost-net consumer side of a tap (vhost_net_buf_produce,
+// tun_wake_queue) without a second VM. It knows nothing about tun semantics.
+//
+// The reference is the kernel's tools/virtio/vhost_net_test.c: the tap is
+// IFF_TAP|IFF_NO_PI|IFF_VNET_HDR with TUNSETVNETHDRSZ 12, the device offers
+// VIRTIO_F_VERSION_1 and nothing else, so every receive buffer starts with a
+// 12-byte struct virtio_net_hdr_mrg_rxbuf written by tun.
+package vhost
+
+// HdrLen is the size of the virtio-net header in front of every frame: struct
+// virtio_net_hdr_mrg_rxbuf, the header of VIRTIO_F_VERSION_1. Set it on the
+// tap with tuntap.Device.SetVnetHdrSize.
+const HdrLen = 12
+
+// DefaultQueueSize is the RX virtqueue size (vhost_net_test.c's DESC_NUM).
+const DefaultQueueSize = 256
+
+// DefaultBufSize is the size of each receive buffer: a header and a frame of
+// up to 1500+14 bytes, rounded up.
+const DefaultBufSize = 2048
+
+// Batch is how many entries vhost-net moves from the tap's ring into its own
+// buffer at a time (VHOST_NET_BATCH in drivers/vhost/net.c).
+const Batch = 64
+
+// Virtqueue indexes of a vhost-net device (VHOST_NET_VQ_RX, VHOST_NET_VQ_TX).
+const (
+	QueueRX = 0
+	QueueTX = 1
+)
+
+// Feature bits (include/uapi/linux/virtio_config.h).
+const (
+	FeatureVersion1 = uint64(1) << 32 // VIRTIO_F_VERSION_1
+)
+
+// Config sizes the guest.
+type Config struct {
+	// QueueSize is the number of RX descriptors, a power of two; 0 means
+	// DefaultQueueSize.
+	QueueSize int
+	// BufSize is the size of each receive buffer; 0 means DefaultBufSize.
+	BufSize int
+}
+
+func (c Config) withDefaults() Config {
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.BufSize == 0 {
+		c.BufSize = DefaultBufSize
+	}
+	return c
+}
+
+// ioctl request numbers for x86-64 (include/uapi/linux/vhost.h); x/sys/unix
+// does not have them.
+const (
+	ioctlGetFeatures   = 0x8008AF00 // _IOR(VHOST_VIRTIO, 0x00, __u64)
+	ioctlSetFeatures   = 0x4008AF00 // _IOW(VHOST_VIRTIO, 0x00, __u64)
+	ioctlSetOwner      = 0xAF01     // _IO(VHOST_VIRTIO, 0x01)
+	ioctlSetMemTable   = 0x4008AF03 // _IOW(VHOST_VIRTIO, 0x03, struct vhost_memory)
+	ioctlSetVringNum   = 0x4008AF10 // _IOW(VHOST_VIRTIO, 0x10, struct vhost_vring_state)
+	ioctlSetVringAddr  = 0x4028AF11 // _IOW(VHOST_VIRTIO, 0x11, struct vhost_vring_addr)
+	ioctlSetVringBase  = 0x4008AF12 // _IOW(VHOST_VIRTIO, 0x12, struct vhost_vring_state)
+	ioctlSetVringKick  = 0x4008AF20 // _IOW(VHOST_VIRTIO, 0x20, struct vhost_vring_file)
+	ioctlSetVringCall  = 0x4008AF21 // _IOW(VHOST_VIRTIO, 0x21, struct vhost_vring_file)
+	ioctlNetSetBackend = 0x4008AF30 // _IOW(VHOST_VIRTIO, 0x30, struct vhost_vring_file)
+)
+
+// memoryTable is a struct vhost_memory with exactly one region:
+//
+//	struct vhost_memory_region {
+//		__u64 guest_phys_addr;
+//		__u64 memory_size; /* bytes */
+//		__u64 userspace_addr;
+//		__u64 flags_padding; /* No flags are currently specified. */
+//	};
+//	struct vhost_memory {
+//		__u32 nregions;
+//		__u32 padding;
+//		struct vhost_memory_region regions[];
+//	};
+type memoryTable struct {
+	NRegions      uint32
+	Padding       uint32
+	GuestPhysAddr uint64
+	MemorySize    uint64
+	UserspaceAddr uint64
+	FlagsPadding  uint64
+}
+
+// vringState is
+//
+//	struct vhost_vring_state {
+//		unsigned int index;
+//		unsigned int num;
+//	};
+type vringState struct {
+	Index uint32
+	Num   uint32
+}
+
+// vringFile is
+//
+//	struct vhost_vring_file {
+//		unsigned int index;
+//		int fd; /* Pass -1 to unbind from file. */
+//	};
+type vringFile struct {
+	Index uint32
+	FD    int32
+}
+
+// vringAddr is
+//
+//	struct vhost_vring_addr {
+//		unsigned int index;
+//		unsigned int flags;
+//		__u64 desc_user_addr;
+//		__u64 used_user_addr;
+//		__u64 avail_user_addr;
+//		__u64 log_guest_addr;
+//	};
+type vringAddr struct {
+	Index         uint32
+	Flags         uint32
+	DescUserAddr  uint64
+	UsedUserAddr  uint64
+	AvailUserAddr uint64
+	LogGuestAddr  uint64
+}
