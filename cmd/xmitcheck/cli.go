@@ -1,11 +1,90 @@
 package main
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 )
 
+const usage = `usage: xmitcheck COMMAND [flags]
+
+Commands:
+  run [flags] [PKG...]      build the suites (default ./suites/...), boot each kernel, run them, report
+  exec [flags] BINARY ARGS  run one test binary in a VM: go test -exec 'xmitcheck exec --kernel debian:7.3'
+  kernels                   list the kernel catalog and what is cached
+  kernels fetch NAME...     fetch kernels into the cache
+  kernels config            print the kernel config fragment the suites need
+  bench boot [flags]        measure boot-to-first-test per backend
+
+Kernels: debian:5.10 debian:6.1 debian:6.12 debian:7.2 debian:7.3 host, or a path to a bzImage
+(--modules DIR) or a built kernel tree.
+Exit codes: 0 passed, 1 a test failed, 2 usage or infrastructure error, 3 kernel crash or hang.
+Run 'xmitcheck COMMAND -h' for a command's flags.
+`
+
 func run(args []string) int {
-	fmt.Fprintln(os.Stderr, "xmitcheck: usage: xmitcheck run|exec|kernels|bench ...")
-	return 2
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return exitInfra
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	code := exitOK
+	switch cmd {
+	case "run":
+		code, err = cmdRun(rest)
+	case "exec":
+		code, err = cmdExec(rest)
+	case "kernels":
+		err = cmdKernels(rest)
+	case "bench":
+		err = cmdBench(rest)
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return exitOK
+	default:
+		err = usagef("unknown command %q: use run, exec, kernels or bench (xmitcheck -h)", cmd)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return code
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("xmitcheck "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parse parses args, turning -h into the flag listing on stdout and bad
+// flags into a usage error.
+func parse(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == flag.ErrHelp {
+		fs.SetOutput(os.Stdout)
+		fs.PrintDefaults()
+		os.Exit(exitOK)
+	}
+	if err != nil {
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+// listFlag collects a repeatable flag (--kernel a --kernel b, or a,b).
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		if s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
 }

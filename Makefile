@@ -1,0 +1,42 @@
+# xmitcheck: the two commands a fresh Debian machine needs are `make run`
+# (all suites on the default kernel, debian:7.3, in a VM) and `make test`
+# (the harness's own tests and the suites on real kernels). Both install
+# what is missing first (scripts/deps.sh, as root).
+
+GO      ?= go
+KERNEL  ?= debian:7.3
+export CGO_ENABLED := 0
+
+.PHONY: all build deps run test unit check bench clean
+
+all: build
+
+build:
+	$(GO) build -o xmitcheck ./cmd/xmitcheck
+
+deps:
+	./scripts/deps.sh
+
+# The main job: every suite on $(KERNEL), KTAP in xmitcheck.ktap.
+run: deps build
+	./xmitcheck run --kernel $(KERNEL) --ktap xmitcheck.ktap ./suites/...
+
+# Static checks, unit tests, the suites on this machine's kernel, and the
+# integration tests that boot Debian kernels under qemu (native and vng).
+test: deps build check
+	$(GO) test -count=1 -timeout 40m ./...
+	./xmitcheck run --kernel debian:6.12 --kernel debian:7.3 --ktap xmitcheck.ktap --junit xmitcheck.junit.xml ./suites/...
+
+# Unit tests only: no root, no VM, no network.
+unit:
+	$(GO) test -short -count=1 ./...
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: deps build
+	./xmitcheck bench boot --kernel $(KERNEL) --all-backends -n 5
+
+clean:
+	rm -f xmitcheck xmitcheck.ktap xmitcheck.junit.xml

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/results"
+)
+
+// cmdBench measures boot-to-first-test: qemu start to the first test
+// binary's start, over several boots, per backend.
+func cmdBench(args []string) error {
+	if len(args) == 0 || args[0] != "boot" {
+		return usagef("bench: the only benchmark is `bench boot`")
+	}
+	fs := newFlags("bench boot")
+	var v vmFlags
+	v.register(fs)
+	n := fs.Int("n", 5, "boots per kernel and backend")
+	both := fs.Bool("all-backends", false, "measure native and vng side by side")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := v.check(); err != nil {
+		return err
+	}
+	backends := []string{v.backend}
+	if *both {
+		backends = []string{"native", "vng"}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ks, err := v.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "xmitcheck-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	// The first test binary starts and exits at once: what is measured is
+	// the boot, module loading and the start of the first binary.
+	bins, err := buildTests(ctx, dir, []string{"./suites/tun"}, []string{"-test.run=^$"})
+	if err != nil {
+		return err
+	}
+	init, err := initBinary(ctx, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%-24s %-7s %-5s %8s %8s %8s %8s\n", "kernel", "backend", "accel", "median", "min", "max", "total")
+	for _, k := range ks {
+		for _, be := range backends {
+			v.backend = be
+			b := v.newBackend(k, init)
+			var boots, totals []time.Duration
+			accel := ""
+			for range *n {
+				s := &resultSink{run: results.NewRun(k.Label())}
+				out, err := b.Run(ctx, k, v.job(k, bins), s)
+				if err != nil {
+					return fmt.Errorf("%s on %s: %w", be, k.Label(), err)
+				}
+				boots = append(boots, out.BootToFirstTest)
+				totals = append(totals, out.Total)
+				accel = out.Accel
+			}
+			slices.Sort(boots)
+			fmt.Printf("%-24s %-7s %-5s %8v %8v %8v %8v\n", k.Label(), be, accel,
+				median(boots).Round(10*time.Millisecond), boots[0].Round(10*time.Millisecond),
+				boots[len(boots)-1].Round(10*time.Millisecond), median(totals).Round(10*time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// median of sorted-or-not durations.
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

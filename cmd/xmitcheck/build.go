@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/xmitcheck/xmitcheck/vmtest"
+)
+
+// buildTests compiles the test binaries of pkgs (go test -c, static so they
+// run in a bare initramfs) into dir and returns them, in order, with args.
+func buildTests(ctx context.Context, dir string, pkgs []string, args []string) ([]vmtest.Binary, error) {
+	list := exec.CommandContext(ctx, "go", append([]string{"list", "-json=ImportPath,Name,TestGoFiles,XTestGoFiles"}, pkgs...)...)
+	var stderr bytes.Buffer
+	list.Stderr = &stderr
+	out, err := list.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list %s: %v: %s", strings.Join(pkgs, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	var bins []vmtest.Binary
+	var paths []string
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p struct {
+			ImportPath, Name          string
+			TestGoFiles, XTestGoFiles []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			return nil, fmt.Errorf("go list: %w", err)
+		}
+		if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 {
+			continue
+		}
+		paths = append(paths, p.ImportPath)
+		bins = append(bins, vmtest.Binary{Name: p.ImportPath, Path: filepath.Join(dir, p.Name+".test"), Args: args})
+	}
+	if len(bins) == 0 {
+		return nil, usagef("no tests in %s", strings.Join(pkgs, " "))
+	}
+	build := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", dir + "/"}, paths...)...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go test -c: %v\n%s", err, out)
+	}
+	return bins, nil
+}
+
+// initBinary returns a statically linked xmitcheck for the guest: this
+// executable when it is static, else one built into dir from the module.
+func initBinary(ctx context.Context, dir string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if static(self) {
+		return self, nil
+	}
+	out := filepath.Join(dir, "xmitcheck-init")
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/xmitcheck/xmitcheck/cmd/xmitcheck")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("this xmitcheck is dynamically linked and rebuilding it statically failed (%v: %s): build it with `CGO_ENABLED=0 go build ./cmd/xmitcheck` (make build)", err, bytes.TrimSpace(b))
+	}
+	return out, nil
+}
+
+// static reports whether the ELF file at path has no program interpreter.
+func static(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+var xmitcheck string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "xmitcheck-cli-")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(dir, 0o755)
+	xmitcheck = filepath.Join(dir, "xmitcheck")
+	build := exec.Command("go", "build", "-o", xmitcheck, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// xc runs xmitcheck and returns its exit code and stderr.
+func xc(t *testing.T, env []string, cred *syscall.Credential, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(xmitcheck, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = t.TempDir()
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		os.Chmod(cmd.Dir, 0o777)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("run xmitcheck: %v", err)
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+// TestBadInputOneLine checks that each kind of bad input ends with exit
+// code 2 and one line that says what is wrong and what to do.
+func TestBadInputOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"UnknownCommand", nil, []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"UnknownKernel", nil, []string{"run", "--kernel", "debian:9.9"}, `unknown kernel "debian:9.9"`},
+		{"BadBackend", nil, []string{"run", "--backend", "docker"}, `--backend "docker": use native or vng`},
+		{"BadFlag", nil, []string{"run", "--frob"}, "flag provided but not defined: -frob"},
+		{"MissingQEMU", []string{"PATH=/nonexistent"}, []string{"run", "--kernel", "debian:7.3"}, "qemu-system-x86_64 not found: run `make deps`"},
+		{"MissingVng", []string{"PATH=/nonexistent"}, []string{"run", "--backend", "vng"}, "vng not found"},
+		{"ExecNoBinary", nil, []string{"exec"}, "exec: no binary given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stderr := xc(t, tc.env, nil, tc.args...)
+			assert.Check(t, is.Equal(code, exitInfra))
+			assert.Check(t, is.Equal(strings.Count(stderr, "\n"), 1), "stderr: %q", stderr)
+			assert.Check(t, is.Contains(stderr, tc.want))
+		})
+	}
+}
+
+func TestHostNeedsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to drop to another user")
+	}
+	code, stderr := xc(t, nil, &syscall.Credential{Uid: 65534, Gid: 65534}, "run", "--kernel", "host")
+	assert.Check(t, is.Equal(code, exitInfra))
+	assert.Check(t, is.Contains(stderr, "--kernel host runs the suites on this machine and needs root"))
+	assert.Check(t, is.Equal(strings.Count(stderr, "\n"), 1), "stderr: %q", stderr)
+}
+
+func TestHelp(t *testing.T) {
+	code, _ := xc(t, nil, nil, "-h")
+	assert.Equal(t, code, exitOK)
+	code, stderr := xc(t, nil, nil)
+	assert.Equal(t, code, exitInfra)
+	assert.Check(t, is.Contains(stderr, "usage: xmitcheck COMMAND"))
+}

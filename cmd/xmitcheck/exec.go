@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/xmitcheck/xmitcheck/vmtest"
+)
+
+// cmdExec runs one test binary on one kernel and passes its output and exit
+// code through, so that `go test -exec 'xmitcheck exec --kernel K'` works.
+func cmdExec(args []string) (int, error) {
+	fs := newFlags("exec")
+	var v vmFlags
+	v.register(fs)
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if err := v.check(); err != nil {
+		return 0, err
+	}
+	if fs.NArg() == 0 {
+		return 0, usagef("exec: no binary given: use go test -exec 'xmitcheck exec --kernel %s' PKG", v.kernels[0])
+	}
+	if len(v.kernels) != 1 {
+		return 0, usagef("exec runs on exactly one kernel, got %d (%s)", len(v.kernels), v.kernels.String())
+	}
+	path, err := filepath.Abs(fs.Arg(0))
+	if err != nil {
+		return 0, err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ks, err := v.resolve(ctx)
+	if err != nil {
+		return 0, err
+	}
+	k := ks[0]
+	dir, err := os.MkdirTemp("", "xmitcheck-exec-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	init, err := initBinary(ctx, dir)
+	if err != nil {
+		return 0, err
+	}
+	b := v.newBackend(k, init)
+	s := &passSink{code: -1}
+	bin := vmtest.Binary{Name: filepath.Base(path), Path: path, Args: fs.Args()[1:]}
+	out, err := b.Run(ctx, k, v.job(k, []vmtest.Binary{bin}), s)
+	if err != nil {
+		if out != nil {
+			for _, l := range out.Console {
+				fmt.Fprintln(os.Stderr, "console:", l)
+			}
+		}
+		return 0, fmt.Errorf("%s: %w", k.Label(), err)
+	}
+	if s.splats > 0 {
+		return exitFail, nil
+	}
+	if s.code < 0 {
+		return 0, fmt.Errorf("%s: the binary never reported its exit status", k.Label())
+	}
+	return s.code, nil
+}
+
+// passSink writes the binary's output as it comes and keeps its exit code;
+// a kernel splat is printed on stderr and fails the run.
+type passSink struct {
+	code   int
+	splats int
+}
+
+func (s *passSink) Start(vmtest.Binary) {}
+
+func (s *passSink) Output(_ vmtest.Binary, p []byte) { os.Stdout.Write(p) }
+
+func (s *passSink) Exit(_ vmtest.Binary, code int) { s.code = code }
+
+func (s *passSink) Splat(sp vmtest.Splat) {
+	s.splats++
+	fmt.Fprintf(os.Stderr, "xmitcheck: kernel %s:\n", sp.Kind)
+	for _, l := range sp.Lines {
+		fmt.Fprintln(os.Stderr, "   ", l)
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+
+	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/vmtest"
+)
+
+// resultSink turns a backend's raw stream into results: each binary's
+// -test.v=test2json output goes through `go tool test2json`, every event is
+// recorded in the kernel's Run, optionally echoed as JSON, and kernel
+// splats fail the test that was running.
+type resultSink struct {
+	run     *results.Run
+	kernel  string
+	json    *json.Encoder // nil unless --json
+	verbose io.Writer     // nil unless -v: the tests' raw output
+
+	mu   sync.Mutex // guards run and json against the converter goroutine
+	conv *converter
+	err  error
+}
+
+func (s *resultSink) Start(b vmtest.Binary) {
+	c, err := startConverter(b.Name, s.add)
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.conv = c
+}
+
+func (s *resultSink) Output(b vmtest.Binary, p []byte) {
+	if s.verbose != nil {
+		s.verbose.Write(p)
+	}
+	if s.conv != nil {
+		s.conv.write(p)
+	}
+}
+
+func (s *resultSink) Exit(b vmtest.Binary, code int) {
+	if s.conv == nil {
+		return
+	}
+	verdict := s.conv.close()
+	s.conv = nil
+	if code != 0 && verdict != "fail" {
+		// The binary failed without saying so (a panic, a kill, a leak
+		// found after the tests passed): its package fails.
+		s.add(results.Event{Action: "fail", Package: b.Name, Output: fmt.Sprintf("exit status %d", code)})
+	}
+}
+
+func (s *resultSink) Splat(sp vmtest.Splat) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.run.AttachKernel(sp.Kind, sp.Lines)
+	if s.verbose != nil {
+		for _, l := range sp.Lines {
+			fmt.Fprintln(s.verbose, "kernel:", l)
+		}
+	}
+}
+
+func (s *resultSink) add(e results.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.Kernel = s.kernel
+	s.run.Add(e)
+	if s.json != nil {
+		s.json.Encode(e)
+	}
+}
+
+// converter is one `go tool test2json` process reading a binary's output.
+type converter struct {
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	done    chan struct{}
+	verdict string // the package-level "pass" or "fail", once seen
+}
+
+func startConverter(pkg string, emit func(results.Event)) (*converter, error) {
+	cmd := exec.Command("go", "tool", "test2json", "-t", "-p", pkg)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("go tool test2json: %w (xmitcheck needs the go command to build and read tests)", err)
+	}
+	c := &converter{cmd: cmd, in: in, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var e results.Event
+			if json.Unmarshal(sc.Bytes(), &e) != nil {
+				continue
+			}
+			if e.Test == "" && (e.Action == "pass" || e.Action == "fail") {
+				c.verdict = e.Action
+			}
+			emit(e)
+		}
+	}()
+	return c, nil
+}
+
+func (c *converter) write(p []byte) { c.in.Write(p) }
+
+// close ends the input, waits for the last event and returns the package's
+// own verdict, "" when the binary never gave one.
+func (c *converter) close() string {
+	c.in.Close()
+	<-c.done
+	c.cmd.Wait()
+	return c.verdict
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/vmtest"
+)
+
+// vmFlags are the flags every command that boots kernels shares.
+type vmFlags struct {
+	kernels  listFlag
+	modules  string
+	backend  string
+	accel    string
+	cpus     int
+	memoryMB int
+	boot     time.Duration
+	idle     time.Duration
+	overall  time.Duration
+}
+
+func (v *vmFlags) register(fs *flag.FlagSet) {
+	fs.Var(&v.kernels, "kernel", "kernel to run on, repeatable: debian:5.10|6.1|6.12|7.2|7.3, host, or a path (default "+kernels.DefaultKernel+")")
+	fs.StringVar(&v.modules, "modules", "", "modules directory (lib/modules/V) of a kernel given as a bzImage path")
+	fs.StringVar(&v.backend, "backend", "native", "how to boot: native (qemu with xmitcheck as init) or vng (virtme-ng)")
+	fs.StringVar(&v.accel, "accel", "auto", "qemu acceleration: auto (KVM where it works, else TCG), kvm or tcg")
+	fs.IntVar(&v.cpus, "cpus", 2, "guest vCPUs")
+	fs.IntVar(&v.memoryMB, "memory", 1024, "guest memory in MiB")
+	fs.DurationVar(&v.boot, "boot-timeout", 60*time.Second, "longest time from qemu start to the guest's first word")
+	fs.DurationVar(&v.idle, "idle-timeout", 120*time.Second, "longest time without any output before the run counts as hung")
+	fs.DurationVar(&v.overall, "timeout", 30*time.Minute, "longest time for one kernel's whole run")
+}
+
+func (v *vmFlags) check() error {
+	switch v.backend {
+	case "native", "vng":
+	default:
+		return usagef("--backend %q: use native or vng", v.backend)
+	}
+	switch v.accel {
+	case "auto", "kvm", "tcg":
+	default:
+		return usagef("--accel %q: use auto, kvm or tcg", v.accel)
+	}
+	if len(v.kernels) == 0 {
+		v.kernels = listFlag{kernels.DefaultKernel}
+	}
+	// What the run needs is checked before any kernel is fetched.
+	for _, name := range v.kernels {
+		if name == "host" {
+			if os.Geteuid() != 0 {
+				return fmt.Errorf("--kernel host runs the suites on this machine and needs root: run as root, or pick a VM kernel such as --kernel %s", kernels.DefaultKernel)
+			}
+			continue
+		}
+		tool, hint := "qemu-system-x86_64", "install Debian's qemu-system-x86"
+		if v.backend == "vng" {
+			tool, hint = "vng", "or use --backend native"
+		}
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: run `make deps` (scripts/deps.sh), %s", tool, hint)
+		}
+	}
+	return nil
+}
+
+// resolve fetches (when needed) every kernel asked for, before anything
+// boots, so a bad name fails fast.
+func (v *vmFlags) resolve(ctx context.Context) ([]*kernels.Kernel, error) {
+	var ks []*kernels.Kernel
+	for _, name := range v.kernels {
+		k, err := kernels.Resolve(ctx, name, kernels.Options{Modules: v.modules, Progress: progress()})
+		if err != nil {
+			return nil, err
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// job returns a job for bins with the flags' sizes and timeouts.
+func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary) vmtest.Job {
+	return vmtest.Job{
+		Binaries: bins,
+		Modules:  kernels.GuestModules,
+		Env:      []string{"XMITCHECK_KERNEL=" + k.Name},
+		Timeouts: vmtest.Timeouts{Boot: v.boot, Idle: v.idle, Overall: v.overall},
+		Accel:    v.accel,
+		CPUs:     v.cpus,
+		MemoryMB: v.memoryMB,
+	}
+}
+
+// newBackend returns the backend that runs on k: the host itself for the
+// running kernel, else the chosen VM backend (check has made sure its tools
+// are there). init is the static xmitcheck the native backend boots as PID 1.
+func (v *vmFlags) newBackend(k *kernels.Kernel, init string) vmtest.Backend {
+	switch {
+	case k.Host:
+		return vmtest.Host{}
+	case v.backend == "vng":
+		return vmtest.NewVng(vmtest.VngOptions{Init: init})
+	}
+	return vmtest.NewNative(vmtest.NativeOptions{Init: init})
+}
+
+// progress is where long steps report, one line each: stderr on a
+// terminal, nowhere in CI.
+func progress() io.Writer {
+	if os.Getenv("CI") != "" {
+		return nil
+	}
+	if fi, err := os.Stderr.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return os.Stderr
+}
