@@ -1,0 +1,190 @@
+package kernels
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// debianSources is the machine's deb822 source list: the mirror URI is read
+// from it at run time and never written into the code.
+const debianSources = "/etc/apt/sources.list.d/debian.sources"
+
+// defaultKeyring verifies the mirror's Release files when the source does not
+// name its own Signed-By keyring.
+const defaultKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+// indexMaxAge is how long a suite's package index is used before apt-get
+// update runs again.
+const indexMaxAge = time.Hour
+
+// mirror is where Debian's packages come from, as the machine's apt source
+// says.
+type mirror struct {
+	URI     string
+	Keyring string
+}
+
+// readMirror returns the first non-security source of a deb822 sources file.
+func readMirror(path string) (mirror, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return mirror{}, fmt.Errorf("reading the Debian mirror from %s: %w (xmitcheck fetches kernels from the machine's Debian source)", path, err)
+	}
+	for _, stanza := range strings.Split(string(data), "\n\n") {
+		fields := map[string]string{}
+		sc := bufio.NewScanner(strings.NewReader(stanza))
+		for sc.Scan() {
+			key, value, ok := strings.Cut(sc.Text(), ":")
+			if ok && !strings.HasPrefix(key, "#") && !strings.HasPrefix(key, " ") {
+				fields[key] = strings.TrimSpace(value)
+			}
+		}
+		uris := strings.Fields(fields["URIs"])
+		if len(uris) == 0 || isSecurity(uris[0], fields["Suites"]) {
+			continue
+		}
+		m := mirror{URI: uris[0], Keyring: fields["Signed-By"]}
+		if m.Keyring == "" || strings.Contains(m.Keyring, "\n") || !strings.HasPrefix(m.Keyring, "/") {
+			m.Keyring = defaultKeyring
+		}
+		return m, nil
+	}
+	return mirror{}, fmt.Errorf("no Debian mirror in %s: it needs a \"URIs:\" line that is not the security archive", path)
+}
+
+func isSecurity(uri, suites string) bool {
+	if strings.HasSuffix(strings.TrimRight(uri, "/"), "-security") {
+		return true
+	}
+	for _, s := range strings.Fields(suites) {
+		if !strings.HasSuffix(s, "-security") {
+			return false
+		}
+	}
+	return suites != ""
+}
+
+// aptState is a private apt configuration and state for one suite under the
+// cache directory; the system's sources, lists and status are never read or
+// written. One suite per state keeps every update and download small.
+type aptState struct {
+	dir   string // CacheDir/apt/SUITE
+	suite string
+}
+
+func (a aptState) listsDir() string { return filepath.Join(a.dir, "lists") }
+func (a aptState) stamp() string    { return filepath.Join(a.dir, "updated") }
+
+// sourcesLine is the one line of the private sources.list. Validity is not
+// checked: the machine's mirror may be a snapshot, and the signature still is.
+func (a aptState) sourcesLine(m mirror) string {
+	return fmt.Sprintf("deb [arch=amd64 signed-by=%s check-valid-until=no] %s %s main\n", m.Keyring, m.URI, a.suite)
+}
+
+// args are the options that make apt-get use only this state.
+func (a aptState) args() []string {
+	opts := []string{
+		"Dir::Etc::SourceList=" + filepath.Join(a.dir, "sources.list"),
+		"Dir::Etc::SourceParts=/dev/null",
+		"Dir::State::Lists=" + a.listsDir(),
+		"Dir::State::status=/dev/null",
+		"Dir::Cache=" + filepath.Join(a.dir, "cache"),
+		"APT::Architecture=amd64",
+		"APT::Architectures::=amd64",
+		"APT::Sandbox::User=root",
+		"Acquire::Languages=none",
+		"Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false",
+		"Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled=false",
+		// Keep Packages as .gz whatever the system's apt.conf.d says, so the
+		// Go reader understands it.
+		"Acquire::GzipIndexes=true",
+		"Acquire::IndexTargets::deb::Packages::KeepCompressedAs=gz",
+	}
+	var out []string
+	for _, o := range opts {
+		out = append(out, "-o", o)
+	}
+	return append(out, "-q")
+}
+
+// fresh says whether the suite's index was updated within indexMaxAge.
+func (a aptState) fresh() bool {
+	st, err := os.Stat(a.stamp())
+	return err == nil && time.Since(st.ModTime()) < indexMaxAge
+}
+
+// update writes the sources.list and runs apt-get update.
+func (a aptState) update(ctx context.Context, m mirror) error {
+	for _, d := range []string{filepath.Join(a.listsDir(), "partial"), filepath.Join(a.dir, "cache", "archives", "partial")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(a.dir, "sources.list"), []byte(a.sourcesLine(m)), 0o644); err != nil {
+		return err
+	}
+	if err := runApt(ctx, "", append(a.args(), "update")...); err != nil {
+		return fmt.Errorf("updating the package index of %s: %w", a.suite, err)
+	}
+	now := time.Now()
+	if err := os.WriteFile(a.stamp(), nil, 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(a.stamp(), now, now)
+}
+
+// download fetches the packages into dir with apt-get download, pinned to
+// the exact versions resolution chose.
+func (a aptState) download(ctx context.Context, dir string, pkgs []pkg) error {
+	args := append(a.args(), "download")
+	for _, p := range pkgs {
+		args = append(args, p.Name+"="+p.Version)
+	}
+	return runApt(ctx, dir, args...)
+}
+
+// runApt runs apt-get and turns a failure into one line: apt's own error.
+func runApt(ctx context.Context, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "apt-get", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var notFound *exec.Error
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("%w: install apt (xmitcheck fetches Debian kernels with apt-get)", err)
+	}
+	return fmt.Errorf("apt-get %s: %v: %s", args[len(args)-1], err, lastAptError(out))
+}
+
+// lastAptError picks apt's "E:" lines out of its output, or its last line.
+func lastAptError(out []byte) string {
+	var errs []string
+	last := ""
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		s := strings.TrimSpace(string(l))
+		if strings.HasPrefix(s, "E:") || strings.HasPrefix(s, "Err:") {
+			errs = append(errs, s)
+		}
+		if s != "" {
+			last = s
+		}
+	}
+	if len(errs) > 0 {
+		return strings.Join(errs, "; ")
+	}
+	return last
+}

@@ -1,0 +1,11 @@
+package kernels
+
+import _ "embed"
+
+// Config is a kselftest-style config fragment: every option the suites and
+// the VM backends need, for people who build their own kernel
+// (`xmitcheck kernels config >> .config; make olddefconfig`, or
+// scripts/kconfig/merge_config.sh).
+//
+//go:embed config
+var Config string
