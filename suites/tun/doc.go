@@ -1,0 +1,47 @@
+// Package tun validates tun/tap stop-queue semantics: what seed 000
+// ("tun/tap & vhost-net: avoid ptr_ring tail-drop when a qdisc is present",
+// opt-in through IFF_BACKPRESSURE in Linux 7.3) and its 2014 ancestor, seed
+// 002 ("tun: stop tx queue when limit is hit", never merged), promise about
+// a tap whose ring fills.
+//
+// Every test builds its own namespace (netenv), a tap through /dev/net/tun
+// ioctls with ring size R = txqueuelen, a root "pfifo limit P" (or noqueue)
+// through netlink, and sends raw Ethernet frames from an AF_PACKET socket
+// bound to the tap, so every frame passes the qdisc and tun_net_xmit and is
+// counted. Each assertion prints the whole ledger:
+//
+//	sent = read + tun drops + qdisc drops + qdisc backlog + in ring (+ discarded)
+//
+// where "discarded" are frames the kernel frees without a counter (a ring
+// shrunk by a txqueuelen change, a ring purged when its queue detaches, a
+// qdisc reset when the link goes down).
+//
+// Tests, and where they are expected to pass (P), skip (S) or fail (F):
+//
+//	test                                  5.10  6.1  6.12  7.2  7.3  host 6.18
+//	TestProbe                               P    P    P     P    P    P
+//	TestClassify (reports the behaviour)    P    P    P     P    P    P
+//	TestTailDrop (stock, invariant 1)       P    P    P     P    P    P
+//	  .../DropReason (kfree_skb FULL_RING)  S    P    P     P    P    P
+//	TestBackpressure/* (invariants 2-4)     S    S    S     S    P    S
+//	TestNoStall/*/stock (invariant 5)       P    P    P     P    P    P
+//	TestNoStall/*/backpressure              S    S    S     S    P    S
+//	TestRace/*/stock (invariant 6)          P    P    P     P    P    P
+//	TestRace/*/backpressure                 S    S    S     S    P    S
+//
+// A skip names the probe that decided it: TUNGETFEATURES lacking
+// IFF_BACKPRESSURE (0x80), kernel BTF lacking SKB_DROP_REASON_FULL_RING.
+// TestClassify reports "backpressure" only for 7.3 with the flag and a
+// qdisc; a kernel that stops the queue without the flag (seed 000 as first
+// merged, or seed 002) makes it fail, so such a kernel cannot hide.
+//
+// Seed 002's semantics, stop at the limit instead of dropping, are exactly
+// what TestBackpressure asserts with the flag: its names say "StopAtLimit"
+// and the ring limit it stops at is R, the same txqueuelen 002 used.
+//
+// The benchmarks (BenchmarkTap) report received pps and lost/s with 1 and 2
+// sending threads, flag off against flag on with fq_codel, the shape of the
+// table in seed 000.
+package tun
+
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -output-suffix _test -target bpfel dropreason dropreason.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall

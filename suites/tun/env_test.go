@@ -1,0 +1,267 @@
+package tun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+)
+
+const (
+	tapName = "xtap0"
+	// waitLimit bounds every wait for the kernel to reach a state; TCG
+	// guests on two shared cores are slow, hence the margin.
+	waitLimit = 10 * time.Second
+	// holdFor is how long a state must stay unchanged to count as
+	// "nothing moved" (a stopped queue, no wake). Softirq latency is
+	// microseconds; 200 ms is three orders of magnitude more.
+	holdFor = 200 * time.Millisecond
+	// quiet is how long a drain waits for one more frame before it
+	// concludes the ring is empty.
+	quiet = 100 * time.Millisecond
+)
+
+// tapOpts describes a test's tap.
+type tapOpts struct {
+	ring  int    // txqueuelen, the ptr_ring size R
+	limit uint32 // pfifo limit P of the root qdisc; 0 means noqueue
+	flags uint16 // TUNSETIFF flags beyond IFF_TAP|IFF_NO_PI
+	// loose asks for flags without requiring the kernel to keep them:
+	// the classifier observes what a kernel does with a flag it ignores.
+	loose bool
+}
+
+func (o tapOpts) backpressure() bool { return o.flags&tuntap.IFFBackpressure != 0 }
+
+// tapEnv is one test's namespace with its tap.
+type tapEnv struct {
+	e       *netenv.Env
+	dev     *tuntap.Device
+	ifindex int
+	opts    tapOpts
+}
+
+// requireBackpressure skips (or, on a kernel expected to have it, fails)
+// when TUNGETFEATURES lacks IFF_BACKPRESSURE.
+func requireBackpressure(t testing.TB) {
+	t.Helper()
+	feature.Require(t, tuntap.ProbeBackpressure())
+}
+
+// newTap builds the namespace, opens the tap with o.flags (checking that
+// every flag asked for was kept), sizes its ring, sets it up and installs
+// the root qdisc. The first queue file is te.dev.
+func newTap(t testing.TB, o tapOpts) *tapEnv {
+	t.Helper()
+	if o.backpressure() && !o.loose {
+		requireBackpressure(t)
+	}
+	e := netenv.New(t)
+	te := &tapEnv{e: e, opts: o}
+	te.dev = te.open(t, o.flags, !o.loose)
+	l := e.Link(t, tapName)
+	te.ifindex = l.Attrs().Index
+	assert.NilError(t, e.Handle.LinkSetTxQLen(l, o.ring), "set txqueuelen of %s to %d", tapName, o.ring)
+	e.Up(t, l)
+	if o.limit == 0 {
+		e.Noqueue(t, l)
+	} else {
+		e.Pfifo(t, l, o.limit)
+	}
+	return te
+}
+
+// open attaches one more file to the tap with flags and, when strict,
+// checks the kernel kept them (older kernels drop IFF_BACKPRESSURE silently).
+func (te *tapEnv) open(t testing.TB, flags uint16, strict bool) *tuntap.Device {
+	t.Helper()
+	var d *tuntap.Device
+	assert.NilError(t, te.e.Do(func() (err error) {
+		d, err = tuntap.Open(tapName, tuntap.IFFTap|tuntap.IFFNoPI|flags)
+		return err
+	}))
+	t.Cleanup(func() { d.Close() })
+	if !strict {
+		return d
+	}
+	got, err := d.Flags()
+	assert.NilError(t, err)
+	want := flags &^ (tuntap.IFFAttachQueue | tuntap.IFFDetachQueue)
+	assert.Equal(t, got&want, want, "TUNGETIFF flags %#x: the kernel did not keep %#x", got, want&^got)
+	return d
+}
+
+func (te *tapEnv) link(t testing.TB) netlink.Link {
+	t.Helper()
+	return te.e.Link(t, tapName)
+}
+
+// sender opens an AF_PACKET sender in the namespace; stream tags its frames.
+func (te *tapEnv) sender(t testing.TB, stream uint32) *traffic.Sender {
+	t.Helper()
+	var s *traffic.Sender
+	assert.NilError(t, te.e.Do(func() (err error) {
+		s, err = traffic.NewSender(te.ifindex, stream)
+		return err
+	}))
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// send sends n frames and returns Sent+Refused, failing on other errors.
+func send(t testing.TB, s *traffic.Sender, n int) traffic.Result {
+	t.Helper()
+	r, err := s.Send(n)
+	assert.NilError(t, err, "after %d sent, %d refused", r.Sent, r.Refused)
+	return r
+}
+
+// state is one sample of the tap's counters.
+type state struct {
+	Link counters.Link
+	Q    counters.Qdisc // zero when the root qdisc is noqueue
+}
+
+func (s state) String() string {
+	if s.Q.Kind == "" {
+		return fmt.Sprintf("%s; noqueue", s.Link)
+	}
+	return fmt.Sprintf("%s; %s", s.Link, s.Q)
+}
+
+func (te *tapEnv) state() (state, error) {
+	var s state
+	var err error
+	if s.Link, err = counters.ReadLink(te.e.Handle, tapName); err != nil {
+		return s, err
+	}
+	if te.opts.limit == 0 {
+		return s, nil
+	}
+	s.Q, err = counters.ReadRootQdisc(te.e.Handle, tapName)
+	return s, err
+}
+
+// waitState waits until ok accepts the tap's state.
+func (te *tapEnv) waitState(t testing.TB, what string, ok func(state) bool) state {
+	t.Helper()
+	s, err := counters.WaitFor(context.Background(), waitLimit, te.state, ok)
+	assert.NilError(t, err, "waiting for %s", what)
+	return s
+}
+
+// holdState checks that ok keeps accepting the state for holdFor.
+func (te *tapEnv) holdState(t testing.TB, what string, ok func(state) bool) state {
+	t.Helper()
+	end := time.Now().Add(holdFor)
+	for {
+		s, err := te.state()
+		assert.NilError(t, err)
+		assert.Assert(t, ok(s), "%s did not hold: %v", what, s)
+		if time.Now().After(end) {
+			return s
+		}
+		time.Sleep(counters.PollInterval)
+	}
+}
+
+// fate is where frames sent to a tap with an idle reader end up.
+type fate struct {
+	ring, backlog, qdiscDrops, tunDrops int
+}
+
+// idleFate models both behaviours: with backpressure (flag on and a qdisc)
+// the R-th frame fills the ring and stops the queue, the qdisc holds the
+// next P and drops the rest; otherwise the ring takes R and tun drops the
+// rest (tail-drop, FULL_RING).
+func idleFate(o tapOpts, n int) fate {
+	f := fate{ring: min(n, o.ring)}
+	rest := n - f.ring
+	if o.backpressure() && o.limit > 0 {
+		f.backlog = min(rest, int(o.limit))
+		f.qdiscDrops = rest - f.backlog
+		return f
+	}
+	f.tunDrops = rest
+	return f
+}
+
+// ledger is the whole account of a test's frames: counters.Accounting plus
+// frames the kernel freed without counting them anywhere.
+type ledger struct {
+	counters.Accounting
+	Discarded uint64
+	Why       string // what discarded them
+}
+
+// Balanced reports whether every frame sent is accounted for exactly once.
+func (l ledger) Balanced() bool { return l.sum() == l.Sent }
+
+func (l ledger) sum() uint64 {
+	a := l.Accounting
+	return a.Received + a.DeviceDrops + a.QdiscDrops + a.QdiscBacklog + a.InDevice + l.Discarded
+}
+
+func (l ledger) String() string {
+	op := "=="
+	if l.sum() != l.Sent {
+		op = "!="
+	}
+	a := l.Accounting
+	s := fmt.Sprintf("sent %d %s read %d + tun drops %d + qdisc drops %d + qdisc backlog %d + in ring %d",
+		a.Sent, op, a.Received, a.DeviceDrops, a.QdiscDrops, a.QdiscBacklog, a.InDevice)
+	if l.Discarded > 0 || l.Why != "" {
+		s += fmt.Sprintf(" + discarded %d (%s)", l.Discarded, l.Why)
+	}
+	return s
+}
+
+// account builds the ledger from what was sent, read, and the counters.
+func account(sent uint64, read int, s state, inRing int) ledger {
+	return ledger{Accounting: counters.Accounting{
+		Sent:         sent,
+		Received:     uint64(read),
+		DeviceDrops:  s.Link.TxDropped,
+		QdiscDrops:   s.Q.Drops,
+		QdiscBacklog: s.Q.Qlen,
+		InDevice:     uint64(inRing),
+	}}
+}
+
+// drain reads from d until no frame comes for quiet, failing on anything
+// that is not an xmitcheck frame.
+func drain(t testing.TB, r *traffic.Reader) int {
+	t.Helper()
+	n, err := r.Drain(quiet)
+	assert.NilError(t, err, "reading the tap after %d frames", n)
+	return n
+}
+
+// readExactly reads n frames, each within waitLimit.
+func readExactly(t testing.TB, r *traffic.Reader, n int) {
+	t.Helper()
+	got, err := r.Read(n, waitLimit)
+	assert.NilError(t, err)
+	assert.Equal(t, got, n, "read %d of %d frames before the ring stayed empty for %v", got, n, waitLimit)
+}
+
+// nsInodeOf returns the inode of the test's namespace.
+func (te *tapEnv) nsInode(t testing.TB) uint64 {
+	t.Helper()
+	ino, err := nsInode(int(te.e.NS))
+	assert.NilError(t, err)
+	return ino
+}
+
+func isENETDOWN(err error) bool { return errors.Is(err, unix.ENETDOWN) }
