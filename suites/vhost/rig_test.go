@@ -1,0 +1,368 @@
+package vhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+)
+
+const (
+	tapName = "xvtap0"
+	// ring is the tap's txqueuelen, which is the size of each queue's
+	// ptr_ring, and the guest's RX queue size.
+	ring = 256
+	// ringSlack is how many slots of a ptr_ring of this size a consumer may
+	// have taken without the producer seeing them free yet: ptr_ring zeroes
+	// consumed slots in batches of SMP_CACHE_BYTES*2/sizeof(void *) = 16
+	// (__ptr_ring_discard_one), so a "full" ring holds at least ring-15.
+	ringSlack = 15
+	// bigFIFO is the pfifo limit of the backpressure tests: large enough
+	// that the qdisc never drops what they send.
+	bigFIFO = 100000
+	// wait bounds every wait of the suite on a slow (TCG) guest.
+	wait = 20 * time.Second
+)
+
+// Qdiscs at the root of the tap.
+const (
+	qdiscDefault = ""         // what the kernel gives a tap: pfifo_fast, or mq of pfifo_fast
+	qdiscPfifo   = "pfifo"    // pfifo limit bigFIFO
+	qdiscFqCodel = "fq_codel" // fq_codel with its defaults (limit 10240)
+)
+
+// setup says how to build a rig.
+type setup struct {
+	backpressure bool   // open the tap with IFF_BACKPRESSURE (probed; skips where missing)
+	qdisc        string // root qdisc, one of the qdisc* constants
+	queues       int    // tap queues, each with its own guest; 0 means 1
+}
+
+func (s setup) String() string {
+	mode := "stock"
+	if s.backpressure {
+		mode = "backpressure"
+	}
+	q := s.qdisc
+	if q == "" {
+		q = "default"
+	}
+	return mode + "_" + q
+}
+
+// rig is one tap in a fresh namespace with a userspace vhost-net guest
+// attached to each of its queues.
+type rig struct {
+	tb     testing.TB
+	e      *netenv.Env
+	link   netlink.Link
+	taps   []*tuntap.Device
+	guests []*guest.Net
+	ctx    context.Context
+}
+
+// newRig builds the rig. Probes decide the skips: IFF_BACKPRESSURE through
+// TUNGETFEATURES, vhost-net by opening /dev/vhost-net, fq_codel by creating
+// it. The kernel must not gain a splat taint while the test runs.
+func newRig(tb testing.TB, s setup) *rig {
+	tb.Helper()
+	e := netenv.New(tb)
+	ctx := context.Background()
+	if t, ok := tb.(*testing.T); ok {
+		if d, ok := t.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+			tb.Cleanup(cancel)
+		}
+	}
+	r := &rig{tb: tb, e: e, ctx: ctx}
+	watchTaint(tb)
+	if s.backpressure {
+		feature.Require(tb, tuntap.ProbeBackpressure())
+	}
+	queues := max(s.queues, 1)
+	for range queues {
+		g, err := guest.Open(guest.Config{QueueSize: ring})
+		feature.Require(tb, err)
+		r.guests = append(r.guests, g)
+		tb.Cleanup(func() { g.Close() })
+	}
+	flags := uint16(tuntap.IFFTap | tuntap.IFFNoPI | tuntap.IFFVnetHdr)
+	if s.backpressure {
+		flags |= tuntap.IFFBackpressure
+	}
+	if queues > 1 {
+		flags |= tuntap.IFFMultiQueue
+	}
+	for range queues {
+		var tap *tuntap.Device
+		err := e.Do(func() (err error) {
+			tap, err = tuntap.Open(tapName, flags)
+			return err
+		})
+		assert.NilError(tb, err)
+		tb.Cleanup(func() { tap.Close() })
+		assert.NilError(tb, tap.SetVnetHdrSize(guest.HdrLen))
+		got, err := tap.Flags()
+		assert.NilError(tb, err)
+		assert.Equal(tb, got&tuntap.IFFBackpressure, flags&tuntap.IFFBackpressure, "TUNGETIFF flags %#x after TUNSETIFF %#x", got, flags)
+		r.taps = append(r.taps, tap)
+	}
+	l := e.Link(tb, tapName)
+	assert.NilError(tb, e.Handle.LinkSetTxQLen(l, ring))
+	switch s.qdisc {
+	case qdiscPfifo:
+		e.Pfifo(tb, l, bigFIFO)
+	case qdiscFqCodel:
+		q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
+		err := e.Handle.QdiscReplace(q)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
+			err = feature.Unsupported("fq_codel", "RTM_NEWQDISC fq_codel on %s: %v", tapName, err)
+		}
+		feature.Require(tb, err)
+	}
+	e.Up(tb, l)
+	r.link = e.Link(tb, tapName)
+	for i, g := range r.guests {
+		assert.NilError(tb, g.SetBackend(r.taps[i]))
+	}
+	return r
+}
+
+// sender opens an AF_PACKET sender on the tap for stream.
+func (r *rig) sender(stream uint32) *traffic.Sender {
+	r.tb.Helper()
+	var s *traffic.Sender
+	err := r.e.Do(func() (err error) {
+		s, err = traffic.NewSender(r.link.Attrs().Index, stream)
+		return err
+	})
+	assert.NilError(r.tb, err)
+	r.tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// state is what the kernel says about the tap and its root qdisc.
+type state struct {
+	Link  counters.Link
+	Qdisc counters.Qdisc
+}
+
+func (s state) String() string { return s.Link.String() + "; " + s.Qdisc.String() }
+
+func (r *rig) state() (state, error) {
+	l, err := counters.ReadLink(r.e.Handle, tapName)
+	if err != nil {
+		return state{}, err
+	}
+	q, err := counters.ReadRootQdisc(r.e.Handle, tapName)
+	return state{Link: l, Qdisc: q}, err
+}
+
+// waitState waits until ok accepts the tap's state, failing the test with
+// the last state seen.
+func (r *rig) waitState(what string, ok func(state) bool) state {
+	r.tb.Helper()
+	s, err := counters.WaitFor(r.ctx, wait, r.state, ok)
+	assert.NilError(r.tb, err, "waiting for %s", what)
+	return s
+}
+
+// account is the ledger once the guests hold everything that was not
+// dropped: nothing is left in the device.
+func account(sent, received uint64, s state) counters.Accounting {
+	return counters.Accounting{
+		Sent:         sent,
+		Received:     received,
+		DeviceDrops:  s.Link.TxDropped,
+		QdiscDrops:   s.Qdisc.Drops,
+		QdiscBacklog: s.Qdisc.Qlen,
+	}
+}
+
+// inDevice is what the ledger leaves for the device (the tap's ptr_ring
+// plus the batch vhost holds) while frames are still in flight: it cannot
+// be read from the kernel, so it is derived.
+func inDevice(sent, received uint64, s state) int64 {
+	return int64(sent) - int64(received) - int64(s.Link.TxDropped) - int64(s.Qdisc.Drops) - int64(s.Qdisc.Qlen)
+}
+
+// sendAll sends n frames and returns how many the kernel took (accepted +
+// refused by the qdisc, which counts the refused as drops).
+func sendAll(tb testing.TB, s *traffic.Sender, n int) uint64 {
+	tb.Helper()
+	res, err := s.Send(n)
+	assert.NilError(tb, err)
+	return res.Sent + res.Refused
+}
+
+// receiver checks every frame a guest receives: the 12-byte virtio-net
+// header that tun wrote (no offloads), then exactly the frame that was sent,
+// with sequence numbers increasing per stream (gaps are drops; a repeat or a
+// step back is corruption).
+type receiver struct {
+	next  map[uint32]uint64
+	got   uint64
+	first error
+	seqs  []uint64 // when recording, every sequence number of stream 0
+	rec   bool
+}
+
+func newReceiver(record bool) *receiver {
+	return &receiver{next: map[uint32]uint64{}, rec: record}
+}
+
+func (rv *receiver) check(data []byte) {
+	rv.got++
+	if rv.first != nil {
+		return
+	}
+	if len(data) != guest.HdrLen+traffic.FrameLen {
+		rv.first = fmt.Errorf("frame %d: %d bytes in the buffer, want %d header + %d frame", rv.got, len(data), guest.HdrLen, traffic.FrameLen)
+		return
+	}
+	// struct virtio_net_hdr (10 bytes) all zero: no checksum or GSO;
+	// num_buffers (2 bytes) is 1 where vhost writes it (VERSION_1), else 0.
+	hdr, frame := data[:guest.HdrLen], data[guest.HdrLen:]
+	if !bytes.Equal(hdr[:10], make([]byte, 10)) || hdr[10] > 1 || hdr[11] != 0 {
+		rv.first = fmt.Errorf("frame %d: virtio-net header % x, want zeros (num_buffers 0 or 1)", rv.got, hdr)
+		return
+	}
+	stream, seq, err := traffic.Parse(frame)
+	if err != nil {
+		rv.first = fmt.Errorf("frame %d: %w: % x", rv.got, err, frame)
+		return
+	}
+	if want := traffic.Frame(senderMAC(stream), stream, seq); !bytes.Equal(frame, want) {
+		rv.first = fmt.Errorf("frame %d (stream %d seq %d) corrupted:\n got % x\nwant % x", rv.got, stream, seq, frame, want)
+		return
+	}
+	if seq < rv.next[stream] {
+		rv.first = fmt.Errorf("frame %d: stream %d seq %d after seq %d", rv.got, stream, seq, rv.next[stream]-1)
+		return
+	}
+	rv.next[stream] = seq + 1
+	if rv.rec && stream == 0 {
+		rv.seqs = append(rv.seqs, seq)
+	}
+}
+
+// senderMAC is the source address traffic.Sender puts in stream's frames.
+func senderMAC(stream uint32) [6]byte {
+	return [6]byte{0x02, 0x78, 0x6d, 0, byte(stream >> 8), byte(stream)}
+}
+
+// collect takes what guest g has received, reposting its buffers, until
+// done accepts the receiver or wait passes; it fails the test with what it
+// last saw.
+func (r *rig) collect(g *guest.Net, rv *receiver, done func(*receiver) bool) {
+	r.tb.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		_, err := g.Post(g.RX.Free())
+		assert.NilError(r.tb, err)
+		n, err := g.RX.Collect(rv.check)
+		assert.NilError(r.tb, err)
+		assert.NilError(r.tb, rv.first)
+		if done(rv) {
+			return
+		}
+		if time.Now().After(deadline) || r.ctx.Err() != nil {
+			s, _ := r.state()
+			r.tb.Fatalf("guest stalled: received %d after %v; %v", rv.got, wait, s)
+		}
+		if n == 0 {
+			_, err := g.WaitCall(5 * time.Millisecond)
+			assert.NilError(r.tb, err)
+		}
+	}
+}
+
+// readTap reads up to n frames from tap queue file f directly (the tun
+// read() path, not vhost), each with its virtio-net header, and returns
+// their sequence numbers in order. It stops early when no frame comes for
+// quiet.
+func readTap(tb testing.TB, f *os.File, n int, quiet time.Duration) []uint64 {
+	tb.Helper()
+	buf := make([]byte, 65536)
+	var seqs []uint64
+	for len(seqs) < n {
+		assert.NilError(tb, f.SetReadDeadline(time.Now().Add(quiet)))
+		m, err := f.Read(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		assert.NilError(tb, err, "read tap")
+		assert.Assert(tb, m == guest.HdrLen+traffic.FrameLen, "read %d bytes from the tap, want %d", m, guest.HdrLen+traffic.FrameLen)
+		_, seq, err := traffic.Parse(buf[guest.HdrLen:m])
+		assert.NilError(tb, err)
+		seqs = append(seqs, seq)
+	}
+	return seqs
+}
+
+// splatTaints are the taint bits a kernel splat sets: TAINT_BAD_PAGE (5),
+// TAINT_DIE (7), TAINT_WARN (9), TAINT_SOFTLOCKUP (14).
+const splatTaints = 1<<5 | 1<<7 | 1<<9 | 1<<14
+
+// watchTaint fails tb if the kernel gains a splat taint while it runs.
+func watchTaint(tb testing.TB) {
+	tb.Helper()
+	before, err := taint()
+	assert.NilError(tb, err)
+	tb.Cleanup(func() {
+		after, err := taint()
+		if err != nil {
+			tb.Error(err)
+			return
+		}
+		if gained := after &^ before & splatTaints; gained != 0 {
+			tb.Errorf("kernel taint went from %#x to %#x (new %#x: a WARN, BUG or lockup fired): read the kernel log", before, after, gained)
+		}
+	})
+}
+
+func taint() (uint64, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/tainted")
+	if err != nil {
+		return 0, fmt.Errorf("read kernel taint: %w", err)
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+}
+
+// steerByStream attaches a steering program to the tap that sends stream s
+// to queue s mod queues: it returns the low byte of the frame's stream
+// field (offset 21), and tun takes it modulo the number of queues.
+func (r *rig) steerByStream() {
+	r.tb.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.SocketFilter,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R1),
+			asm.LoadAbs(21, asm.Byte),
+			asm.Return(),
+		},
+	})
+	assert.NilError(r.tb, err, "load the steering program")
+	defer prog.Close()
+	assert.NilError(r.tb, r.taps[0].SetSteeringEBPF(prog.FD()))
+}
