@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Programs of the devmap suite (seed 004). The main program (M) redirects
+// every frame through a devmap whose entries carry a devmap program (D).
+// Both stamp one shared sequence counter into the runs log, so the test
+// reads back the exact interleaving of M and D runs, and which frame each D
+// run saw, on which device, with which program.
+//
+// Increments are plain read-modify-write, not atomic fetch-add (which needs
+// 5.12 and -mcpu=v3): every run of one test happens on one CPU (one NAPI
+// poll or one BPF_PROG_TEST_RUN), and the test checks the totals, so a lost
+// update would show as a count mismatch.
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#define RUNS 4096         // entries of the runs log (a power of two)
+#define FLUSHES 1024      // entries of the flush log (a power of two)
+#define PATTERN 64        // destination keys the main program cycles through
+#define MAX_BURST 64      // frames one tc burst turns a sent frame into
+#define ETH_P_XMITCHECK 0x88B5
+#define BURST_MARK 0x786d6974
+
+char __license[] SEC("license") = "GPL";
+
+// run is one program run, in the order the runs happened.
+struct run {
+	__u32 kind;    // 'M' or 'D'
+	__u32 frame;   // M: frame number it gave the frame; D: number read from the metadata
+	__u32 dest;    // M: devmap key it redirected to; D: ctx->egress_ifindex
+	__u32 prog;    // D: tag of the devmap program; M: 0
+	__u32 verdict; // M: bpf_redirect_map's return value; D: the program's verdict
+	__u32 ingress; // ctx->ingress_ifindex
+};
+
+// config steers the main program; the test writes it before each run.
+struct config {
+	__u32 pattern_len; // frame n goes to key pattern[n % pattern_len]
+	__u32 use_hash;    // redirect through devmap_hash instead of devmap
+	__u32 flags;       // bpf_redirect_map flags (BPF_F_BROADCAST, …, fallback action)
+	__u32 burst;       // frames tc_burst sends for each frame it sees (1 = none added)
+	__u32 ingress;     // ifindex the xdp_devmap_xmit counter accepts as from_dev
+};
+
+// state is what the programs count.
+struct state {
+	__u32 seq;    // runs logged (next slot of runs)
+	__u32 frames; // frames the main program numbered
+	__u32 flushes;
+	__u32 pad;
+};
+
+// flush is one xdp_devmap_xmit event: one bulk queue flush.
+struct flush {
+	__u32 to_ifindex;
+	__s32 sent;
+	__s32 drops;
+	__u32 seq; // runs logged when the flush was traced
+};
+
+// seen is what the devmap programs saw on one device, for the life-cycle test.
+struct seen_key {
+	__u32 ifindex;
+	__u32 prog;
+};
+
+struct seen {
+	__u64 runs;
+	__u32 max_frame; // highest frame number + 1 (0: none)
+	__u32 pad;
+};
+
+// struct bpf_devmap_val from <linux/bpf.h> (5.8+): ifindex and program fd.
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, 8);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} devmap SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, 8);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} devmap_hash SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RUNS);
+	__type(key, __u32);
+	__type(value, struct run);
+} runs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FLUSHES);
+	__type(key, __u32);
+	__type(value, struct flush);
+} flushes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct state);
+} state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PATTERN);
+	__type(key, __u32);
+	__type(value, __u32);
+} pattern SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct seen_key);
+	__type(value, struct seen);
+} seen SEC(".maps");
+
+// received counts frames per ifindex at the sinks (the destinations' peers).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u64);
+} received SEC(".maps");
+
+// watch holds the ifindexes whose xdp_devmap_xmit events are counted.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, __u32);
+} watch SEC(".maps");
+
+static __always_inline void stamp(struct state *st, __u32 kind, __u32 frame, __u32 dest, __u32 prog,
+				  __u32 verdict, __u32 ingress)
+{
+	__u32 slot = st->seq & (RUNS - 1);
+	struct run *r = bpf_map_lookup_elem(&runs, &slot);
+
+	st->seq++;
+	if (!r)
+		return;
+	r->kind = kind;
+	r->frame = frame;
+	r->dest = dest;
+	r->prog = prog;
+	r->verdict = verdict;
+	r->ingress = ingress;
+}
+
+static __always_inline int ours(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *eth = data;
+
+	if (data + 14 > end)
+		return 0;
+	return eth[12] == (ETH_P_XMITCHECK >> 8) && eth[13] == (ETH_P_XMITCHECK & 0xff);
+}
+
+// xdp_main numbers each frame, writes the number into the frame's metadata
+// (bpf_xdp_adjust_meta), logs an M run and redirects to the configured key.
+SEC("xdp")
+int xdp_main(struct xdp_md *ctx)
+{
+	__u32 zero = 0, key = 0, frame, idx, ret;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	struct state *st = bpf_map_lookup_elem(&state, &zero);
+	__u32 *k;
+	void *data, *meta;
+
+	if (!cfg || !st)
+		return XDP_ABORTED;
+	if (!ours(ctx))
+		return XDP_PASS;
+	frame = st->frames++;
+	if (cfg->pattern_len) {
+		idx = frame % cfg->pattern_len;
+		k = bpf_map_lookup_elem(&pattern, &idx);
+		if (k)
+			key = *k;
+	}
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
+		return XDP_ABORTED;
+	data = (void *)(long)ctx->data;
+	meta = (void *)(long)ctx->data_meta;
+	if (meta + sizeof(__u32) > data)
+		return XDP_ABORTED;
+	*(__u32 *)meta = frame;
+
+	if (cfg->use_hash)
+		ret = bpf_redirect_map(&devmap_hash, key, cfg->flags);
+	else
+		ret = bpf_redirect_map(&devmap, key, cfg->flags);
+	stamp(st, 'M', frame, key, 0, ret, ctx->ingress_ifindex);
+	return ret;
+}
+
+// devmap_run logs a D run: the frame number from the metadata (~0 when there
+// is none), the egress device and the program's tag.
+static __always_inline int devmap_run(struct xdp_md *ctx, __u32 tag, int verdict)
+{
+	__u32 zero = 0, frame = ~0U;
+	struct state *st = bpf_map_lookup_elem(&state, &zero);
+	void *data = (void *)(long)ctx->data;
+	void *meta = (void *)(long)ctx->data_meta;
+	struct seen_key sk = { .ifindex = ctx->egress_ifindex, .prog = tag };
+	struct seen *s;
+
+	if (!st)
+		return XDP_ABORTED;
+	if (meta + sizeof(__u32) <= data)
+		frame = *(__u32 *)meta;
+	stamp(st, 'D', frame, ctx->egress_ifindex, tag, verdict, ctx->ingress_ifindex);
+
+	s = bpf_map_lookup_elem(&seen, &sk);
+	if (!s) {
+		struct seen init = {};
+
+		bpf_map_update_elem(&seen, &sk, &init, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&seen, &sk);
+		if (!s)
+			return verdict;
+	}
+	s->runs++;
+	if (frame != ~0U && frame + 1 > s->max_frame)
+		s->max_frame = frame + 1;
+	return verdict;
+}
+
+SEC("xdp/devmap")
+int xdp_devmap_a(struct xdp_md *ctx)
+{
+	return devmap_run(ctx, 1, XDP_PASS);
+}
+
+SEC("xdp/devmap")
+int xdp_devmap_b(struct xdp_md *ctx)
+{
+	return devmap_run(ctx, 2, XDP_PASS);
+}
+
+SEC("xdp/devmap")
+int xdp_devmap_drop(struct xdp_md *ctx)
+{
+	return devmap_run(ctx, 3, XDP_DROP);
+}
+
+// xdp_sink sits on the destinations' peers: veth's ndo_xdp_xmit needs an XDP
+// program on the receiving end, and the sink counts what arrived.
+SEC("xdp")
+int xdp_sink(struct xdp_md *ctx)
+{
+	__u32 ifindex = ctx->ingress_ifindex;
+	__u64 one = 1, *n;
+
+	if (!ours(ctx))
+		return XDP_DROP;
+	n = bpf_map_lookup_elem(&received, &ifindex);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&received, &ifindex, &one, BPF_NOEXIST);
+	return XDP_DROP;
+}
+
+// tc_burst, on the sending veth's egress, turns each frame into cfg->burst
+// copies sent back to back with bottom halves disabled (the clones are
+// transmitted from inside the outer dev_queue_xmit), so that the receiving
+// veth's NAPI poll finds them all in its ring and runs the main program over
+// them as one batch, followed by one xdp_do_flush.
+SEC("tc")
+int tc_burst(struct __sk_buff *skb)
+{
+	__u32 zero = 0, i;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+
+	if (!cfg || skb->mark == BURST_MARK)
+		return TC_ACT_OK;
+	skb->mark = BURST_MARK;
+	for (i = 1; i < MAX_BURST; i++) {
+		if (i >= cfg->burst)
+			break;
+		bpf_clone_redirect(skb, skb->ifindex, 0);
+	}
+	return TC_ACT_OK;
+}
+
+struct net_device {
+	int ifindex;
+} __attribute__((preserve_access_index));
+
+// trace_devmap_xmit counts xdp:xdp_devmap_xmit, the tracepoint bq_xmit_all
+// fires once per bulk-queue flush with the frames sent and dropped. A raw
+// tracepoint needs no tracefs; its arguments are
+// (from_dev, to_dev, sent, drops, …) on every kernel since 5.8.
+SEC("raw_tracepoint/xdp_devmap_xmit")
+int trace_devmap_xmit(struct bpf_raw_tracepoint_args *ctx)
+{
+	const struct net_device *from = (const void *)ctx->args[0];
+	const struct net_device *to = (const void *)ctx->args[1];
+	__u32 zero = 0, from_ifindex, to_ifindex, slot;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	struct state *st = bpf_map_lookup_elem(&state, &zero);
+	struct flush *f;
+
+	if (!cfg || !st)
+		return 0;
+	from_ifindex = BPF_CORE_READ(from, ifindex);
+	to_ifindex = BPF_CORE_READ(to, ifindex);
+	if (from_ifindex != cfg->ingress || !bpf_map_lookup_elem(&watch, &to_ifindex))
+		return 0;
+	slot = st->flushes & (FLUSHES - 1);
+	st->flushes++;
+	f = bpf_map_lookup_elem(&flushes, &slot);
+	if (!f)
+		return 0;
+	f->to_ifindex = to_ifindex;
+	f->sent = (__s32)ctx->args[2];
+	f->drops = (__s32)ctx->args[3];
+	f->seq = st->seq;
+	return 0;
+}
+
+// probe_broadcast returns what bpf_redirect_map makes of BPF_F_BROADCAST:
+// XDP_REDIRECT where the flag exists (5.14+), XDP_ABORTED where flags above
+// the fallback action are refused.
+SEC("xdp")
+int probe_broadcast(struct xdp_md *ctx)
+{
+	return bpf_redirect_map(&devmap, 0, BPF_F_BROADCAST);
+}
+
+// Benchmark programs: the redirect alone, without the test's bookkeeping.
+SEC("xdp")
+int xdp_bench_redirect(struct xdp_md *ctx)
+{
+	return bpf_redirect_map(&devmap, 0, 0);
+}
+
+SEC("xdp/devmap")
+int xdp_bench_devmap(struct xdp_md *ctx)
+{
+	return XDP_PASS;
+}
