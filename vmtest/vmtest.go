@@ -84,6 +84,10 @@ type Outcome struct {
 	Accel string
 	// Console holds the last console lines, for reports.
 	Console []string
+	// Modules maps each module the job asked for (and the transport's) to
+	// "" when it loaded, or to why it did not; a module the kernel has no
+	// file for is listed too (built in, or absent: the tests probe).
+	Modules map[string]string
 }
 
 // Backend boots kernels and runs jobs in them.

@@ -1,0 +1,58 @@
+package vmtest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/xmitcheck/xmitcheck/vmtest/guest"
+)
+
+// qemuConfig is everything the native backend's qemu command line depends
+// on.
+type qemuConfig struct {
+	Kernel, Initrd string
+	// Accel is "kvm" or "tcg".
+	Accel    string
+	CPUs     int
+	MemoryMB int
+	// OutSock and CtlSock are unix sockets the host listens on; qemu
+	// connects to them as the backends of the two virtio-serial ports.
+	OutSock, CtlSock string
+	// Append is added to the kernel command line.
+	Append string
+}
+
+// kernelCmdline is the base command line: the console on the first serial
+// port; panic=-1 reboots at once, and -no-reboot turns that into an exit;
+// loglevel=5 after quiet keeps boot chatter off the slow serial port but
+// still shows warnings (WARN, lockdep) and everything worse.
+const kernelCmdline = "console=ttyS0 panic=-1 quiet loglevel=5 rdinit=/init"
+
+// qemuArgs is the qemu-system-x86_64 argv (without argv[0]). The console
+// goes to qemu's stdout; no default devices, no network, no display.
+func qemuArgs(c qemuConfig) []string {
+	args := []string{
+		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+		"-m", fmt.Sprint(c.MemoryMB), "-smp", fmt.Sprint(c.CPUs),
+	}
+	switch c.Accel {
+	case "kvm":
+		args = append(args, "-accel", "kvm", "-cpu", "host")
+	default:
+		args = append(args, "-accel", "tcg,thread=multi", "-cpu", "max")
+	}
+	cmdline := kernelCmdline
+	if c.Append != "" {
+		cmdline += " " + strings.TrimSpace(c.Append)
+	}
+	args = append(args,
+		"-kernel", c.Kernel, "-initrd", c.Initrd, "-append", cmdline,
+		"-serial", "stdio", "-nic", "none",
+		"-device", "virtio-serial-pci,id=vs",
+		"-chardev", "socket,id=out,path="+c.OutSock,
+		"-device", "virtserialport,bus=vs.0,chardev=out,name="+guest.OutPort,
+		"-chardev", "socket,id=ctl,path="+c.CtlSock,
+		"-device", "virtserialport,bus=vs.0,chardev=ctl,name="+guest.CtlPort,
+	)
+	return args
+}

@@ -1,0 +1,118 @@
+package vmtest
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Splat kinds.
+const (
+	KindWarning  = "WARNING"
+	KindBUG      = "BUG"
+	KindKASAN    = "KASAN"
+	KindUBSAN    = "UBSAN"
+	KindLockdep  = "lockdep"
+	KindPanic    = "panic"
+	KindRCUStall = "RCU stall"
+	KindHungTask = "hung task"
+)
+
+// maxSplatLines bounds one report; longer ones are cut.
+const maxSplatLines = 200
+
+// printkPrefix is the timestamp (and, with CONFIG_PRINTK_CALLER, the
+// caller) the kernel puts before each console line.
+var printkPrefix = regexp.MustCompile(`^\[\s*\d+\.\d+\](\[\s*[TC]\d+\])?\s?`)
+
+// triggers start a report, first match wins.
+var triggers = []struct {
+	re   *regexp.Regexp
+	kind string
+}{
+	{regexp.MustCompile(`^Kernel panic - not syncing`), KindPanic},
+	// A WARN_ON: "WARNING: CPU: 0 PID: 1 at file:line func" or, since
+	// 6.18, "WARNING: file:line at func, CPU#0: comm/pid".
+	{regexp.MustCompile(`^WARNING: (CPU: \d+|\S+:\d+ at )`), KindWarning},
+	// lockdep and RCU-lockdep headers: "WARNING: possible circular locking
+	// dependency detected", "inconsistent lock state", "suspicious RCU
+	// usage", "bad unlock balance detected!", ...
+	{regexp.MustCompile(`^WARNING: .*(lock|RCU)`), KindLockdep},
+	{regexp.MustCompile(`^WARNING: `), KindWarning},
+	{regexp.MustCompile(`^BUG: KASAN: `), KindKASAN},
+	{regexp.MustCompile(`^UBSAN: `), KindUBSAN},
+	{regexp.MustCompile(`^(BUG: |kernel BUG at )`), KindBUG},
+	{regexp.MustCompile(`^(rcu: )?INFO: rcu_\w+ (self-)?detected (stalls|stall)`), KindRCUStall},
+	{regexp.MustCompile(`^INFO: task .* blocked for more than \d+ seconds`), KindHungTask},
+	// An oops without a preceding BUG line (general protection faults).
+	{regexp.MustCompile(`^(Oops: |general protection fault)`), KindBUG},
+}
+
+// continuations are trigger lines that belong to the report already open:
+// the oops line after "BUG: unable to handle ...".
+var continuations = regexp.MustCompile(`^(Oops: |general protection fault)`)
+
+// ends close the open report, the line included: a WARN/BUG/oops trace
+// ends with "---[ end trace", a panic with "---[ end Kernel panic", and
+// KASAN/UBSAN reports with a rule of "=".
+var (
+	endTrace = regexp.MustCompile(`^---\[ end (trace|Kernel panic)`)
+	endRule  = regexp.MustCompile(`^={20,}$`)
+)
+
+// splatScanner finds kernel reports in console lines.
+type splatScanner struct {
+	open *Splat
+	// panicked is set once a panic report started.
+	panicked bool
+}
+
+// Line scans one console line and returns the reports it completed.
+func (s *splatScanner) Line(line string) []Splat {
+	line = strings.TrimRight(line, "\r\n")
+	body := printkPrefix.ReplaceAllString(line, "")
+	var done []Splat
+	if s.open != nil {
+		switch {
+		case continuations.MatchString(body):
+			s.open.Lines = append(s.open.Lines, line)
+			return nil
+		case endTrace.MatchString(body),
+			endRule.MatchString(body) && (s.open.Kind == KindKASAN || s.open.Kind == KindUBSAN):
+			s.open.Lines = append(s.open.Lines, line)
+			return s.Flush()
+		case strings.HasPrefix(body, "xmitcheck guest:"):
+			return s.Flush()
+		}
+	}
+	for _, t := range triggers {
+		if t.re.MatchString(body) {
+			done = s.Flush()
+			s.open = &Splat{Kind: t.kind, Lines: []string{line}}
+			if t.kind == KindPanic {
+				s.panicked = true
+			}
+			return done
+		}
+	}
+	if s.open != nil {
+		s.open.Lines = append(s.open.Lines, line)
+		if len(s.open.Lines) >= maxSplatLines {
+			return s.Flush()
+		}
+	}
+	return nil
+}
+
+// Flush closes the open report, if any: at the end of the console, or
+// when the console went quiet in the middle of one.
+func (s *splatScanner) Flush() []Splat {
+	if s.open == nil {
+		return nil
+	}
+	sp := *s.open
+	s.open = nil
+	return []Splat{sp}
+}
+
+// Open tells whether a report is being collected.
+func (s *splatScanner) Open() bool { return s.open != nil }

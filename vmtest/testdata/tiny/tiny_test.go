@@ -1,0 +1,70 @@
+// Package tiny is the test binary vmtest's integration tests run in a
+// guest. Each test but TestGuest only acts when XMITCHECK_TINY names it, so
+// the binary is harmless when run by accident.
+package tiny
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+)
+
+func only(t *testing.T, name string) {
+	if os.Getenv("XMITCHECK_TINY") != name {
+		t.Skipf("XMITCHECK_TINY is not %q", name)
+	}
+}
+
+// TestGuest checks what the guest init promises: pseudo filesystems, lo up,
+// a scratch working directory, the job's environment.
+func TestGuest(t *testing.T) {
+	for _, p := range []string{"/proc/self/stat", "/sys/class/net/lo", "/sys/fs/bpf", "/sys/kernel/tracing"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+	ifc, err := net.InterfaceByName("lo")
+	if err != nil || ifc.Flags&net.FlagUp == 0 {
+		t.Errorf("lo is not up: %v %v", ifc, err)
+	}
+	if wd, _ := os.Getwd(); wd == "/" {
+		t.Errorf("working directory is /, want a scratch directory")
+	}
+	fmt.Println("hello from the guest, XMITCHECK_TINY=" + os.Getenv("XMITCHECK_TINY"))
+}
+
+// TestExit3 exits with code 3 after printing a line without a newline.
+func TestExit3(t *testing.T) {
+	only(t, "exit3")
+	fmt.Print("no newline before exit")
+	os.Exit(3)
+}
+
+// TestHang prints one line and blocks forever.
+func TestHang(t *testing.T) {
+	only(t, "hang")
+	fmt.Println("about to hang")
+	select {}
+}
+
+// TestMillion prints a million numbered lines as fast as it can.
+func TestMillion(t *testing.T) {
+	only(t, "million")
+	w := bufio.NewWriter(os.Stdout)
+	for i := range 1000000 {
+		fmt.Fprintf(w, "line %d\n", i)
+	}
+	w.Flush()
+}
+
+// TestPanic crashes the kernel through sysrq.
+func TestPanic(t *testing.T) {
+	only(t, "panic")
+	fmt.Println("crashing the kernel")
+	if err := os.WriteFile("/proc/sysrq-trigger", []byte("c"), 0); err != nil {
+		t.Fatal(err)
+	}
+	select {}
+}
