@@ -1,0 +1,46 @@
+// Package qdisc checks qdisc scheduling and wake-ups on the transmit path
+// (seed 003, "net: add a fast path in __netif_schedule()").
+//
+// Seed 003 lets __netif_schedule() return without raising NET_TX_SOFTIRQ
+// when q->defer_list is not empty, trusting the CPU inside __dev_xmit_skb()
+// to run the queue. The risk of such a change is a lost wake-up: a packet
+// left in a qdisc that nobody runs. The suite proves on every kernel that no
+// packet is stranded, and measures the cost the patch removes.
+//
+// Paths under test, each a locked qdisc (pfifo, fq_codel; never pfifo_fast,
+// which is lockless and never uses defer_list) on a device that stops and
+// wakes its queue often:
+//   - veth_xdp: a veth whose peer drains with an XDP counter program (veth
+//     stops its txq when the peer's NAPI ring is full and wakes it from
+//     veth_poll, where the kernel has qdisc backpressure);
+//   - tap_backpressure: a tap opened with IFF_BACKPRESSURE (seed 000) and a
+//     reader; it stops its txq when the ring is full.
+//
+// Tests (one behaviour each):
+//   - TestDeferList: the BTF fact "struct Qdisc has defer_list", logged;
+//     it decides nothing else.
+//   - TestNoStrandedPackets: N senders (N = vCPUs and 2×vCPUs) for a
+//     bounded time; afterwards the backlog reaches 0 and
+//     sent = delivered + device drops + qdisc drops exactly.
+//   - TestProgress: while the load runs, delivery grows every 500 ms.
+//   - TestReactivate: link down/up or root qdisc replace under load; no
+//     stranded backlog afterwards and a fresh load balances exactly.
+//
+// Benchmarks (reported, not asserted): BenchmarkContention (throughput and
+// NET_TX softirq raises per delivered packet, the cost seed 003 removes) and
+// BenchmarkTapBackpressure (1, 2, 4, 8 senders through one tap queue, flag
+// off and on: the regression that made seed 000 opt-in).
+//
+// Expected verdicts:
+//
+//	kernel      defer_list  no-stall tests                           tap_backpressure
+//	5.10        absent      pass                                     skip (no IFF_BACKPRESSURE)
+//	6.1         absent      pass                                     skip
+//	6.12        absent      pass                                     skip
+//	7.2         present     pass                                     skip
+//	7.3         present     pass                                     pass
+//	host 6.18   absent      pass (fq_codel variants skip: not built) skip
+//
+// fq_codel is probed by creating it; on the catalog kernels it is expected
+// (a module the runner loads), so its absence there fails.
+package qdisc

@@ -1,0 +1,265 @@
+package qdisc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+)
+
+const (
+	// tapRing is the tap's txqueuelen, the size of its ptr_ring: small, so
+	// that the queue stops and wakes often.
+	tapRing = 64
+	// fifoLimit is the pfifo limit in packets.
+	fifoLimit = 256
+	// settleTimeout bounds the wait for the backlog to drain once the
+	// senders stopped (TCG guests are slow).
+	settleTimeout = 15 * time.Second
+	// consumerSpin is the busy loop per frame of the veth consumer, which
+	// makes it slower than the senders so that its ring fills.
+	consumerSpin = 20000
+)
+
+// rig is one path under test: the device the senders use, with the root
+// qdisc under test, and the consumer that drains it.
+type rig struct {
+	e   *netenv.Env
+	dev netlink.Link
+	// peer is the veth end whose rx_dropped belongs to the device's drops
+	// (frames veth lost before the consumer saw them); "" for a tap.
+	peer string
+	// delivered returns how many frames of streams [lo, hi) the consumer got.
+	delivered func(lo, hi uint32) (uint64, error)
+}
+
+// path builds a rig in e.
+type path struct {
+	name  string
+	build func(tb testing.TB, e *netenv.Env) *rig
+}
+
+var paths = []path{
+	{"veth_xdp", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, consumerSpin) }},
+	{"tap_backpressure", func(tb testing.TB, e *netenv.Env) *rig {
+		feature.Require(tb, tuntap.ProbeBackpressure())
+		return tapReader(tb, e, tuntap.IFFBackpressure, tapRing)
+	}},
+}
+
+// vethXDP builds xq0 <-> xq1 with the stream counter as XDP on xq1: veth
+// then forwards through xq1's NAPI ring (256 entries), and stops xq0's txq
+// when that ring is full where the kernel has qdisc backpressure. xq1's
+// NAPI runs threaded, so the ring fills whenever the consumer thread is
+// not scheduled, and veth_poll wakes xq0's queue from that thread. spin is
+// the consumer's busy loop per frame.
+func vethXDP(tb testing.TB, e *netenv.Env, spin int32) *rig {
+	tb.Helper()
+	a, b := e.Veth(tb, "xq0", "xq1", 0)
+	m, err := perCPUCounters("xc_streams", maxStream+1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { m.Close() })
+	p, err := streamCounterXDP(m, spin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	var l link.Link
+	err = e.Do(func() (err error) {
+		l, err = link.AttachXDP(link.XDPOptions{Program: p, Interface: b.Attrs().Index, Flags: link.XDPDriverMode})
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("attach XDP in driver mode to veth %s: %v (veth has native XDP since 4.19)", b.Attrs().Name, err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	switch err := setThreadedNAPI(e.NS, b.Attrs().Name); {
+	case errors.Is(err, errNoThreadedNAPI):
+		tb.Logf("consumer NAPI stays in softirq: %v", err)
+	case err != nil:
+		tb.Fatalf("threaded NAPI on %s: %v", b.Attrs().Name, err)
+	}
+	return &rig{e: e, dev: a, peer: b.Attrs().Name, delivered: func(lo, hi uint32) (uint64, error) {
+		return sumStreams(m, lo, hi)
+	}}
+}
+
+func sumStreams(m *ebpf.Map, lo, hi uint32) (uint64, error) {
+	var sum uint64
+	for s := lo; s < hi; s++ {
+		v, err := sumCounter(m, s)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// tapReader builds tap xq0 with flags (IFF_TAP|IFF_NO_PI added), a
+// txqueuelen (ring size) of ring, and a reader that drains it until the
+// test ends.
+func tapReader(tb testing.TB, e *netenv.Env, flags uint16, ring int) *rig {
+	tb.Helper()
+	flags |= tuntap.IFFTap | tuntap.IFFNoPI
+	var tap *tuntap.Device
+	if err := e.Do(func() (err error) { tap, err = tuntap.Open("xq0", flags); return err }); err != nil {
+		tb.Fatalf("open tap: %v", err)
+	}
+	got, err := tap.Flags()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if got&flags != flags {
+		tb.Fatalf("TUNGETIFF flags %#x lack requested %#x: the kernel dropped a flag it claimed to support", got, flags)
+	}
+	l := e.Link(tb, "xq0")
+	if err := e.Handle.LinkSetTxQLen(l, ring); err != nil {
+		tb.Fatalf("set txqueuelen of xq0 to %d: %v", ring, err)
+	}
+	e.Up(tb, l)
+
+	var seen [maxStream + 1]atomic.Uint64
+	var readErr atomic.Pointer[error]
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := traffic.NewReader(tap.File)
+		prev := map[uint32]uint64{}
+		for ctx.Err() == nil {
+			if _, err := r.Read(256, 20*time.Millisecond); err != nil {
+				readErr.Store(&err)
+				return
+			}
+			for s, v := range r.Seen {
+				seen[min(s, maxStream)].Add(v - prev[s])
+				prev[s] = v
+			}
+		}
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		tap.Close()
+	})
+	return &rig{e: e, dev: e.Link(tb, "xq0"), delivered: func(lo, hi uint32) (uint64, error) {
+		if p := readErr.Load(); p != nil {
+			return 0, fmt.Errorf("tap reader stopped: %w", *p)
+		}
+		var sum uint64
+		for s := lo; s < hi; s++ {
+			sum += seen[s].Load()
+		}
+		return sum, nil
+	}}
+}
+
+// qdiscs are the locked root qdiscs under test.
+var qdiscs = []string{"pfifo", "fq_codel"}
+
+// setQdisc makes kind the root qdisc of the rig's device. fq_codel may be
+// missing (this machine's kernel has none); it is probed by creating it.
+func (r *rig) setQdisc(tb testing.TB, kind string) {
+	tb.Helper()
+	switch kind {
+	case "pfifo":
+		r.e.Pfifo(tb, r.dev, fifoLimit)
+	case "bfifo":
+		r.bfifo(tb, fifoLimit*traffic.FrameLen)
+	case "fq_codel":
+		q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: r.dev.Attrs().Index, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
+		err := r.e.Handle.QdiscReplace(q)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
+			err = feature.Unsupported("fq_codel", "RTM_NEWQDISC fq_codel on %s: %v", r.dev.Attrs().Name, err)
+		}
+		if err != nil {
+			feature.Require(tb, err)
+		}
+	default:
+		tb.Fatalf("unknown qdisc %q", kind)
+	}
+}
+
+// snapshot is every counter of a rig at one moment.
+type snapshot struct {
+	q         counters.Qdisc
+	dev, peer counters.Link
+}
+
+func (r *rig) snap() (snapshot, error) {
+	var s snapshot
+	var err error
+	if s.q, err = counters.ReadRootQdisc(r.e.Handle, r.dev.Attrs().Name); err != nil {
+		return s, err
+	}
+	if s.dev, err = counters.ReadLink(r.e.Handle, r.dev.Attrs().Name); err != nil {
+		return s, err
+	}
+	if r.peer != "" {
+		if s.peer, err = counters.ReadLink(r.e.Handle, r.peer); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// state is the ledger of one load plus the raw counters behind it, what a
+// failure prints.
+type state struct {
+	a   counters.Accounting
+	now snapshot
+}
+
+func (s state) String() string {
+	return fmt.Sprintf("%v [qdisc %v] [dev %v] [peer %v]", s.a, s.now.q, s.now.dev, s.now.peer)
+}
+
+// account states the ledger of frames of streams [lo, hi), handed frames of
+// which went to the kernel since base was taken: sent = delivered + device
+// drops (tx_dropped, and the veth peer's rx_dropped) + qdisc drops + qdisc
+// backlog. What is still in the device's ring shows up as a shortfall until
+// the consumer has it.
+func (r *rig) account(handed uint64, lo, hi uint32, base snapshot) (state, error) {
+	now, err := r.snap()
+	if err != nil {
+		return state{}, err
+	}
+	got, err := r.delivered(lo, hi)
+	if err != nil {
+		return state{}, err
+	}
+	a := counters.Accounting{
+		Sent:         handed,
+		Received:     got,
+		DeviceDrops:  now.dev.Sub(base.dev).TxDropped + now.peer.Sub(base.peer).RxDropped,
+		QdiscDrops:   now.q.Drops - base.q.Drops,
+		QdiscBacklog: now.q.Qlen,
+	}
+	return state{a: a, now: now}, nil
+}
+
+// settle waits until the qdisc is empty and every frame is accounted for,
+// and returns the last state; the error carries it on timeout.
+func (r *rig) settle(ctx context.Context, handed uint64, lo, hi uint32, base snapshot) (state, error) {
+	return counters.WaitFor(ctx, settleTimeout, func() (state, error) {
+		return r.account(handed, lo, hi, base)
+	}, func(s state) bool { return s.a.QdiscBacklog == 0 && s.a.Balanced() })
+}
