@@ -32,8 +32,8 @@ type load struct {
 	wg           sync.WaitGroup
 	// done is closed when every sender has returned.
 	done chan struct{}
-	mu           sync.Mutex
-	err          error
+	mu   sync.Mutex
+	err  error
 }
 
 // loadOpts shapes a load.
