@@ -36,7 +36,8 @@ func TestFetchDebian(t *testing.T) {
 	if err != nil {
 		t.Skipf("the Debian mirror can't be read: %v", err)
 	}
-	probe := aptState{dir: filepath.Join(cache, "apt", "trixie-backports"), suite: "trixie-backports"}
+	// The probe uses its own state, so Resolve starts from an empty cache.
+	probe := aptState{dir: filepath.Join(t.TempDir(), "trixie-backports"), suite: "trixie-backports"}
 	if err := probe.update(ctx, m); err != nil {
 		t.Skipf("the Debian mirror can't be read: %v", err)
 	}

@@ -118,6 +118,9 @@ func resolveDebian(ctx context.Context, s series, opts Options) (*Kernel, error)
 	}
 
 	a := aptState{dir: filepath.Join(dir, "apt", s.Suite), suite: s.Suite}
+	if err := os.MkdirAll(a.dir, 0o755); err != nil {
+		return nil, err
+	}
 	unlockApt, err := lock(ctx, a.dir+".lock", "the "+s.Suite+" package index", opts.Progress)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,123 @@
+package kernels
+
+import (
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// TestPickFromRecordedIndex resolves every catalog name against the
+// recorded Packages indexes in testdata/index.
+func TestPickFromRecordedIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name, image, version, release string
+		companions                    []string
+	}{
+		// 5.10.0-30 (5.10.218-1) is older; cloud and rt flavours must not win.
+		{"debian:5.10", "linux-image-5.10.0-32-amd64-unsigned", "5.10.223-1", "5.10.0-32-amd64", nil},
+		{"debian:6.1", "linux-image-6.1.0-50-amd64-unsigned", "6.1.176-1", "6.1.0-50-amd64", nil},
+		// 117 > 107 as numbers.
+		{"debian:6.12", "linux-image-6.12.117+deb13-amd64-unsigned", "6.12.117-1", "6.12.117+deb13-amd64", nil},
+		{"debian:7.2", "linux-binary-unsigned-7.2.13+deb14-amd64", "7.2.13-1", "7.2.13+deb14-amd64",
+			[]string{"linux-modules-7.2.13+deb14-amd64", "linux-base-7.2.13+deb14-amd64"}},
+		{"debian:7.3", "linux-binary-unsigned-7.3.4+deb13-amd64", "7.3.4-1~bpo13+1", "7.3.4+deb13-amd64",
+			[]string{"linux-modules-7.3.4+deb13-amd64", "linux-base-7.3.4+deb13-amd64"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ok := lookupSeries(tc.name)
+			assert.Assert(t, ok)
+			pkgs, err := loadSuite("testdata/index", s.Suite)
+			assert.NilError(t, err)
+			c, err := s.pick(pkgs)
+			assert.NilError(t, err)
+			assert.Check(t, is.Equal(c.Image.Name, tc.image))
+			assert.Check(t, is.Equal(c.Image.Version, tc.version))
+			assert.Check(t, is.Equal(c.Release, tc.release))
+			var got []string
+			for _, p := range c.Companions {
+				got = append(got, p.Name)
+				assert.Check(t, is.Equal(p.Version, tc.version), "%s", p.Name)
+			}
+			assert.Check(t, is.DeepEqual(got, tc.companions))
+			for _, p := range c.debs() {
+				assert.Check(t, strings.HasPrefix(p.Filename, "pool/main/l/linux/"+p.Name+"_"), "%s: Filename %q", p.Name, p.Filename)
+				assert.Check(t, is.Len(p.SHA256, 64), "%s", p.Name)
+				assert.Check(t, p.Size > 0, "%s", p.Name)
+			}
+		})
+	}
+}
+
+// TestPickSplitNewestOfSeveral picks the 7.2 series out of trixie-backports,
+// which holds 7.2.6, 7.2.9, 7.2.11 and 7.2.12 (7.2.9 sorts last as a string).
+func TestPickSplitNewestOfSeveral(t *testing.T) {
+	s := series{Entry: Entry{Name: "test:7.2", Suite: "trixie-backports"}, upstream: "7.2", split: true}
+	pkgs, err := loadSuite("testdata/index", s.Suite)
+	assert.NilError(t, err)
+	c, err := s.pick(pkgs)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(c.Image.Name, "linux-binary-unsigned-7.2.12+deb13-amd64"))
+	assert.Check(t, is.Equal(c.Image.Version, "7.2.12-1~bpo13+1"))
+	assert.Check(t, is.Len(c.Companions, 2))
+
+	// The recorded SHA256 and size of the 7.3 image, as the index has them.
+	s73, _ := lookupSeries("debian:7.3")
+	c73, err := s73.pick(pkgs)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(c73.Image.SHA256, "f7192653d0b077ddb7059842822a9f4dc28395ec9e5fd2fc31064cc3b1ed3edb"))
+	assert.Check(t, is.Equal(c73.Image.Size, int64(14136960)))
+}
+
+func TestPickErrors(t *testing.T) {
+	s73, _ := lookupSeries("debian:7.3")
+	pkgs, err := loadSuite("testdata/index", s73.Suite)
+	assert.NilError(t, err)
+
+	var noBase []pkg
+	for _, p := range pkgs {
+		if !strings.HasPrefix(p.Name, "linux-base-7.3.4+deb13-amd64") {
+			noBase = append(noBase, p)
+		}
+	}
+	_, err = s73.pick(noBase)
+	assert.ErrorContains(t, err, "has no linux-base-7.3.4+deb13-amd64 of the same version")
+
+	// bookworm has no 7.3 at all.
+	bookworm, err := loadSuite("testdata/index", "bookworm")
+	assert.NilError(t, err)
+	_, err = s73.pick(bookworm)
+	assert.ErrorContains(t, err, "no debian:7.3 package in trixie-backports's index")
+
+	_, err = loadSuite("testdata/index", "buster")
+	assert.ErrorContains(t, err, "no Packages index for buster")
+}
+
+func TestReadIndex(t *testing.T) {
+	in := "Package: a\nVersion: 1\nDescription: x\n continued: not a field\n\nPackage: b\nVersion: 2\nSize: 10\n"
+	pkgs, err := readIndex(strings.NewReader(in), func(string) bool { return true })
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(pkgs, []pkg{{Name: "a", Version: "1"}, {Name: "b", Version: "2", Size: 10}}))
+
+	_, err = readIndex(strings.NewReader("Package: a\nno colon here\n"), func(string) bool { return true })
+	assert.ErrorContains(t, err, "line 2")
+	_, err = readIndex(strings.NewReader("Package: a\nSize: ten\n"), func(string) bool { return true })
+	assert.ErrorContains(t, err, "Size")
+}
+
+func TestReadMirror(t *testing.T) {
+	m, err := readMirror("testdata/debian.sources")
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(m, mirror{URI: "http://mirror.invalid/debian", Keyring: "/usr/share/keyrings/test-keyring.gpg"}))
+
+	a := aptState{dir: "/cache/apt/trixie-backports", suite: "trixie-backports"}
+	assert.Check(t, is.Equal(a.sourcesLine(m),
+		"deb [arch=amd64 signed-by=/usr/share/keyrings/test-keyring.gpg check-valid-until=no] http://mirror.invalid/debian trixie-backports main\n"))
+	assert.Check(t, is.Contains(strings.Join(a.args(), " "), "Dir::State::Lists=/cache/apt/trixie-backports/lists"))
+
+	_, err = readMirror("testdata/index/mirror.invalid_debian_dists_sid_main_binary-amd64_Packages")
+	assert.ErrorContains(t, err, "no Debian mirror in")
+	_, err = readMirror("testdata/nonexistent.sources")
+	assert.ErrorContains(t, err, "reading the Debian mirror")
+}

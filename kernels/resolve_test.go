@@ -1,0 +1,69 @@
+package kernels
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+func TestCatalog(t *testing.T) {
+	var names []string
+	for _, e := range Catalog() {
+		names = append(names, e.Name)
+		assert.Check(t, e.Description != "", "%s has no description", e.Name)
+	}
+	assert.Check(t, is.DeepEqual(names, []string{"debian:5.10", "debian:6.1", "debian:6.12", "debian:7.2", "debian:7.3", "host", "PATH"}))
+	_, ok := lookupSeries(DefaultKernel)
+	assert.Check(t, ok, "DefaultKernel %q is not in the catalog", DefaultKernel)
+}
+
+func TestResolveUnknown(t *testing.T) {
+	for _, name := range []string{"debian:9.9", "debian", "7.3", "ubuntu:24.04", ""} {
+		_, err := Resolve(context.Background(), name, Options{CacheDir: t.TempDir()})
+		assert.Check(t, errors.Is(err, ErrUnknownKernel), "%q: %v", name, err)
+	}
+	_, err := Resolve(context.Background(), "debian:9.9", Options{CacheDir: t.TempDir()})
+	assert.Error(t, err, `unknown kernel "debian:9.9": use one of debian:5.10, debian:6.1, debian:6.12, debian:7.2, debian:7.3, host, or a path to a bzImage or kernel tree`)
+}
+
+func TestResolveMissingPath(t *testing.T) {
+	for _, name := range []string{"./bzImage-nope", "/nonexistent/arch/x86/boot/bzImage", "build/linux"} {
+		_, err := Resolve(context.Background(), name, Options{CacheDir: t.TempDir()})
+		assert.Check(t, !errors.Is(err, ErrUnknownKernel), "%q: %v", name, err)
+		assert.Check(t, is.ErrorContains(err, "kernel path \""+name+"\" does not exist: give a bzImage/vmlinuz file, a built kernel tree"), name)
+	}
+}
+
+func TestResolveHost(t *testing.T) {
+	var u unix.Utsname
+	assert.NilError(t, unix.Uname(&u))
+	cache := t.TempDir()
+	k, err := Resolve(context.Background(), "host", Options{CacheDir: cache})
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(k, &Kernel{Name: "host", Host: true, Release: unix.ByteSliceToString(u.Release[:])}))
+	assert.Check(t, is.Equal(k.Label(), "host ("+k.Release+")"))
+	c, ok := Cached("host", Options{CacheDir: cache})
+	assert.Check(t, ok)
+	assert.Check(t, is.DeepEqual(c, k))
+	entries, err := os.ReadDir(cache)
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(entries, 0), "host wrote into the cache")
+}
+
+func TestDefaultCacheDir(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "/xdg")
+	d, err := DefaultCacheDir()
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(d, "/xdg/xmitcheck/kernels"))
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "/home/u")
+	d, err = DefaultCacheDir()
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(d, filepath.Join("/home/u", ".cache", "xmitcheck", "kernels")))
+}
