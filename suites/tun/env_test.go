@@ -265,3 +265,19 @@ func (te *tapEnv) nsInode(t testing.TB) uint64 {
 }
 
 func isENETDOWN(err error) bool { return errors.Is(err, unix.ENETDOWN) }
+
+// stopped waits for frames sent to an idle reader to reach their fate f:
+// the qdisc holds f.backlog and tun dropped f.tunDrops more than in base.
+// With backpressure it then checks the queue stays stopped (the backlog
+// does not move).
+func (te *tapEnv) stopped(t testing.TB, base state, f fate) state {
+	t.Helper()
+	ok := func(s state) bool {
+		return s.Q.Qlen == uint64(f.backlog) && s.Link.TxDropped == base.Link.TxDropped+uint64(f.tunDrops)
+	}
+	te.waitState(t, fmt.Sprintf("ring full: qdisc backlog %d, tun drops %d", f.backlog, f.tunDrops), ok)
+	if f.backlog == 0 {
+		return te.waitState(t, "settled", ok)
+	}
+	return te.holdState(t, "stopped queue", ok)
+}

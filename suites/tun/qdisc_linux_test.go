@@ -1,0 +1,91 @@
+package tun
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+)
+
+// mqPfifo makes the root of l an mq with handle 1: and gives tx queue i
+// (class 1:i+1) a "pfifo limit" child, for queues 0..n-1, so each queue's
+// backlog and drops can be read on its own.
+func (te *tapEnv) mqPfifo(t testing.TB, l netlink.Link, n int, limit uint32) {
+	t.Helper()
+	te.e.RootQdisc(t, l, &netlink.GenericQdisc{QdiscType: "mq"})
+	for i := range n {
+		err := te.e.Do(func() error {
+			req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_REPLACE|unix.NLM_F_ACK)
+			req.AddData(&nl.TcMsg{
+				Family:  nl.FAMILY_ALL,
+				Ifindex: int32(l.Attrs().Index),
+				Handle:  netlink.MakeHandle(uint16(10+i), 0),
+				Parent:  netlink.MakeHandle(1, uint16(i+1)),
+			})
+			req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("pfifo")))
+			// struct tc_fifo_qopt { __u32 limit; };
+			req.AddData(nl.NewRtAttr(nl.TCA_OPTIONS, binary.NativeEndian.AppendUint32(nil, limit)))
+			_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("replace qdisc of %s at parent 1:%d with pfifo limit %d: %v", l.Attrs().Name, i+1, limit, err)
+		}
+	}
+}
+
+// queueQdisc returns the stats of the child qdisc of tx queue i under mq 1:.
+func (te *tapEnv) queueQdisc(i int) (counters.Qdisc, error) {
+	l, err := te.e.Handle.LinkByName(tapName)
+	if err != nil {
+		return counters.Qdisc{}, err
+	}
+	qs, err := te.e.Handle.QdiscList(l)
+	if err != nil {
+		return counters.Qdisc{}, fmt.Errorf("qdiscs of %s: %w", tapName, err)
+	}
+	parent := netlink.MakeHandle(1, uint16(i+1))
+	for _, q := range qs {
+		a := q.Attrs()
+		if a.Parent != parent {
+			continue
+		}
+		st := a.Statistics
+		if st == nil || st.Basic == nil || st.Queue == nil {
+			return counters.Qdisc{}, fmt.Errorf("qdisc %s at 1:%d: no TCA_STATS2", q.Type(), i+1)
+		}
+		return counters.Qdisc{
+			Kind: q.Type(), Packets: uint64(st.Basic.Packets), Qlen: uint64(st.Queue.Qlen), Backlog: uint64(st.Queue.Backlog),
+			Drops: uint64(st.Queue.Drops), Requeues: uint64(st.Queue.Requeues), Overlimits: uint64(st.Queue.Overlimits),
+		}, nil
+	}
+	return counters.Qdisc{}, fmt.Errorf("%s has no qdisc at parent 1:%d", tapName, i+1)
+}
+
+// streamSteering returns a TUNSETSTEERINGEBPF program that sends every
+// xmitcheck frame to queue stream % numqueues: it returns the 32-bit stream
+// field of the frame (bytes 18-21, see traffic.Frame).
+func streamSteering(t testing.TB) *ebpf.Program {
+	t.Helper()
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.SocketFilter,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R1), // LD_ABS reads the skb in R6
+			asm.LoadAbs(18, asm.Word),   // R0 = ntohl(stream)
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		t.Fatalf("load the steering program: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
