@@ -1,0 +1,77 @@
+package devmap
+
+import (
+	"fmt"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+const xdpRedirect = 4 // enum xdp_action XDP_REDIRECT
+
+// TestDevmapProgram/EgressAndMetadata: the devmap program runs exactly once
+// for every frame, after the main program's run for it, and sees the right
+// egress_ifindex, the ingress device, and the 4 bytes of metadata the main
+// program wrote with bpf_xdp_adjust_meta — which at flush time have
+// travelled inside the xdp_frame through the bulk queue.
+func TestDevmapProgram(t *testing.T) {
+	t.Run("EgressAndMetadata", func(t *testing.T) {
+		for _, hash := range []bool{false, true} {
+			name := "Devmap"
+			if hash {
+				name = "DevmapHash"
+			}
+			t.Run(name, func(t *testing.T) {
+				eachDriver(t, true, func(t *testing.T, r *Rig, d Driver) {
+					testEgressAndMetadata(t, r, d, hash)
+				})
+			})
+		}
+	})
+}
+
+func testEgressAndMetadata(t *testing.T, r *Rig, d Driver, hash bool) {
+	ctx := withDeadline(t)
+	const frames = 32
+	m := r.Map(t, hash)
+	r.SetEntry(t, m, 0, r.Dst[0], r.Objs.XdpDevmapA)
+	r.SetEntry(t, m, 1, r.Dst[1], r.Objs.XdpDevmapB)
+	entries := map[uint32]Entry{0: {Dev: ifindex(r.Dst[0]), Prog: progA}, 1: {Dev: ifindex(r.Dst[1]), Prog: progB}}
+	keys := []uint32{0, 1, 1, 0}
+	r.Route(t, keys...)
+	assert.NilError(t, d.Push(ctx, frames, frames))
+
+	in := ifindex(r.In)
+	mAt := map[uint32]int{}  // frame → index of its M run
+	dFor := map[uint32]int{} // frame → D runs seen
+	for i, run := range r.RawRuns(t) {
+		where := fmt.Sprintf("run %d (%c frame %d)", i, run.Kind, run.Frame)
+		assert.Check(t, is.Equal(run.Ingress, in), "%s: ingress_ifindex", where)
+		switch run.Kind {
+		case 'M':
+			mAt[run.Frame] = i
+			assert.Check(t, is.Equal(run.Verdict, uint32(xdpRedirect)), "%s: bpf_redirect_map verdict", where)
+		case 'D':
+			at, ok := mAt[run.Frame]
+			if !assert.Check(t, ok, "%s: metadata holds no frame the main program numbered before", where) {
+				continue
+			}
+			dFor[run.Frame]++
+			want := entries[keys[int(run.Frame)%len(keys)]]
+			assert.Check(t, is.Equal(run.Dest, want.Dev), "%s (M at run %d): egress_ifindex", where, at)
+			assert.Check(t, is.Equal(run.Prog, want.Prog), "%s: program of the entry", where)
+		default:
+			t.Errorf("%s: unknown kind", where)
+		}
+	}
+	assert.Check(t, is.Len(mAt, frames), "frames the main program ran for")
+	for f := range uint32(frames) {
+		assert.Check(t, is.Equal(dFor[f], 1), "devmap program runs for frame %d", f)
+	}
+
+	a, tot := settle(ctx, t, r, frames)
+	assert.Check(t, is.Equal(tot.Drops, uint64(0)), "%v; %v", a, tot)
+	assert.Check(t, is.Equal(r.Received(t, r.Sink[0]), uint64(frames/2)), "a0p; %v; %v", a, tot)
+	assert.Check(t, is.Equal(r.Received(t, r.Sink[1]), uint64(frames/2)), "b0p; %v; %v", a, tot)
+}
