@@ -68,6 +68,7 @@ func newTap(t testing.TB, o tapOpts) *tapEnv {
 		requireBackpressure(t)
 	}
 	e := netenv.New(t)
+	watchKmsg(t)
 	te := &tapEnv{e: e, opts: o}
 	te.dev = te.open(t, o.flags, !o.loose)
 	l := e.Link(t, tapName)
