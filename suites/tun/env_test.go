@@ -36,6 +36,9 @@ const (
 type tapOpts struct {
 	ring  int    // txqueuelen, the ptr_ring size R
 	limit uint32 // pfifo limit P of the root qdisc; 0 means noqueue
+	// root, when set, replaces the pfifo/noqueue choice: "default" keeps
+	// the qdisc the kernel attached, "fq_codel" installs fq_codel.
+	root string
 	flags uint16 // TUNSETIFF flags beyond IFF_TAP|IFF_NO_PI
 	// loose asks for flags without requiring the kernel to keep them:
 	// the classifier observes what a kernel does with a flag it ignores.
@@ -75,9 +78,13 @@ func newTap(t testing.TB, o tapOpts) *tapEnv {
 	te.ifindex = l.Attrs().Index
 	assert.NilError(t, e.Handle.LinkSetTxQLen(l, o.ring), "set txqueuelen of %s to %d", tapName, o.ring)
 	e.Up(t, l)
-	if o.limit == 0 {
+	switch {
+	case o.root == "default":
+	case o.root == "fq_codel":
+		feature.Require(t, te.fqCodel(l))
+	case o.limit == 0:
 		e.Noqueue(t, l)
-	} else {
+	default:
 		e.Pfifo(t, l, o.limit)
 	}
 	return te
@@ -147,7 +154,7 @@ func (te *tapEnv) state() (state, error) {
 	if s.Link, err = counters.ReadLink(te.e.Handle, tapName); err != nil {
 		return s, err
 	}
-	if te.opts.limit == 0 {
+	if te.opts.limit == 0 && te.opts.root == "" {
 		return s, nil
 	}
 	s.Q, err = counters.ReadRootQdisc(te.e.Handle, tapName)

@@ -2,6 +2,7 @@ package tun
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // mqPfifo makes the root of l an mq with handle 1: and gives tx queue i
@@ -39,6 +41,20 @@ func (te *tapEnv) mqPfifo(t testing.TB, l netlink.Link, n int, limit uint32) {
 			t.Fatalf("replace qdisc of %s at parent 1:%d with pfifo limit %d: %v", l.Attrs().Name, i+1, limit, err)
 		}
 	}
+}
+
+// fqCodel makes fq_codel the root qdisc of l, or says the kernel lacks it
+// (Debian builds it as a module; this machine's kernel has none).
+func (te *tapEnv) fqCodel(l netlink.Link) error {
+	q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
+	err := te.e.Handle.QdiscReplace(q)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
+		return feature.Unsupported("fq_codel", "RTM_NEWQDISC fq_codel: %v", err)
+	}
+	if err != nil {
+		return fmt.Errorf("replace root qdisc of %s with fq_codel: %w", l.Attrs().Name, err)
+	}
+	return nil
 }
 
 // queueQdisc returns the stats of the child qdisc of tx queue i under mq 1:.

@@ -1,0 +1,105 @@
+package tun
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+)
+
+// BenchmarkTap is the table of seed 000 for a tap: 1 and 2 sending
+// threads, one reader, flag off with the qdisc the kernel attaches ("Stock")
+// against flag on with fq_codel ("Patched with fq_codel qdisc"). One op is
+// one frame sent; it reports rx_pps (frames read per second) and lost/s
+// (tun and qdisc drops per second) over the time from the first send until
+// every frame was read or counted as dropped.
+func BenchmarkTap(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		for _, mode := range []string{"flag=off", "flag=on+fq_codel"} {
+			b.Run(fmt.Sprintf("threads=%d/%s", threads, mode), func(b *testing.B) {
+				o := tapOpts{ring: 500, root: "default"}
+				if mode != "flag=off" {
+					o.flags, o.root = tuntap.IFFBackpressure, "fq_codel"
+				}
+				benchTap(b, threads, o)
+			})
+		}
+	}
+}
+
+func benchTap(b *testing.B, threads int, o tapOpts) {
+	te := newTap(b, o)
+	senders := make([]*traffic.Sender, threads)
+	for i := range senders {
+		senders[i] = te.sender(b, uint32(i+1))
+	}
+	base, err := te.state()
+	assert.NilError(b, err)
+
+	var read atomic.Uint64
+	stopRead := make(chan struct{})
+	readErr := make(chan error, 1)
+	r := traffic.NewReader(te.dev.File)
+	go func() {
+		for {
+			select {
+			case <-stopRead:
+				readErr <- nil
+				return
+			default:
+			}
+			n, err := r.Read(256, 10*time.Millisecond)
+			read.Add(uint64(n))
+			if err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	var sent atomic.Uint64
+	sendErr := make(chan error, threads)
+	for i, s := range senders {
+		n := b.N / threads
+		if i == 0 {
+			n += b.N % threads
+		}
+		wg.Go(func() {
+			res, err := s.Send(n)
+			sent.Add(res.Sent + res.Refused)
+			if err != nil {
+				sendErr <- err
+			}
+		})
+	}
+	wg.Wait()
+	total := sent.Load()
+	st, werr := counters.WaitFor(context.Background(), waitLimit, te.state, func(s state) bool {
+		return s.Q.Qlen == 0 && total == read.Load()+(s.Link.TxDropped-base.Link.TxDropped)+(s.Q.Drops-base.Q.Drops)
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(stopRead)
+	assert.NilError(b, <-readErr)
+	close(sendErr)
+	for err := range sendErr {
+		assert.NilError(b, err)
+	}
+	assert.NilError(b, werr, "every frame accounted after the senders stopped")
+
+	lost := (st.Link.TxDropped - base.Link.TxDropped) + (st.Q.Drops - base.Q.Drops)
+	b.ReportMetric(float64(read.Load())/elapsed.Seconds(), "rx_pps")
+	b.ReportMetric(float64(lost)/elapsed.Seconds(), "lost/s")
+	b.Logf("qdisc %s, %d sent, %d read, %d lost in %v", st.Q.Kind, total, read.Load(), lost, elapsed)
+}
