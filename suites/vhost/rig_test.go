@@ -54,6 +54,7 @@ type setup struct {
 	backpressure bool   // open the tap with IFF_BACKPRESSURE (probed; skips where missing)
 	qdisc        string // root qdisc, one of the qdisc* constants
 	queues       int    // tap queues, each with its own guest; 0 means 1
+	lateBackend  bool   // leave the guests detached: the test calls attach
 }
 
 func (s setup) String() string {
@@ -141,10 +142,18 @@ func newRig(tb testing.TB, s setup) *rig {
 	}
 	e.Up(tb, l)
 	r.link = e.Link(tb, tapName)
-	for i, g := range r.guests {
-		assert.NilError(tb, g.SetBackend(r.taps[i]))
+	if !s.lateBackend {
+		for i := range r.guests {
+			r.attach(i)
+		}
 	}
 	return r
+}
+
+// attach makes tap queue i the backend of guest i.
+func (r *rig) attach(i int) {
+	r.tb.Helper()
+	assert.NilError(r.tb, r.guests[i].SetBackend(r.taps[i]))
 }
 
 // sender opens an AF_PACKET sender on the tap for stream.
@@ -270,15 +279,29 @@ func senderMAC(stream uint32) [6]byte {
 	return [6]byte{0x02, 0x78, 0x6d, 0, byte(stream >> 8), byte(stream)}
 }
 
-// collect takes what guest g has received, reposting its buffers, until
-// done accepts the receiver or wait passes; it fails the test with what it
-// last saw.
+// collect takes what guest g has received, reposting every buffer it
+// frees, until done accepts the receiver or wait passes; it fails the test
+// with what it last saw.
 func (r *rig) collect(g *guest.Net, rv *receiver, done func(*receiver) bool) {
 	r.tb.Helper()
+	r.receive(g, rv, -1, done)
+}
+
+// receive posts post buffers (all free ones, again after every collection,
+// when post < 0) and collects what guest g receives until done accepts the
+// receiver or wait passes.
+func (r *rig) receive(g *guest.Net, rv *receiver, post int, done func(*receiver) bool) {
+	r.tb.Helper()
 	deadline := time.Now().Add(wait)
-	for {
-		_, err := g.Post(g.RX.Free())
+	if post >= 0 {
+		_, err := g.Post(post)
 		assert.NilError(r.tb, err)
+	}
+	for {
+		if post < 0 {
+			_, err := g.Post(g.RX.Free())
+			assert.NilError(r.tb, err)
+		}
 		n, err := g.RX.Collect(rv.check)
 		assert.NilError(r.tb, err)
 		assert.NilError(r.tb, rv.first)
@@ -287,7 +310,7 @@ func (r *rig) collect(g *guest.Net, rv *receiver, done func(*receiver) bool) {
 		}
 		if time.Now().After(deadline) || r.ctx.Err() != nil {
 			s, _ := r.state()
-			r.tb.Fatalf("guest stalled: received %d after %v; %v", rv.got, wait, s)
+			r.tb.Fatalf("guest stalled: received %d after %v, %d buffers posted; %v", rv.got, wait, g.RX.Posted(), s)
 		}
 		if n == 0 {
 			_, err := g.WaitCall(5 * time.Millisecond)
