@@ -146,4 +146,3 @@ func count(b *testing.B, c *eventCounter) uint64 {
 	}
 	return v
 }
-
