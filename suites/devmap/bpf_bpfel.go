@@ -68,6 +68,8 @@ type bpfState struct {
 	Frames  uint32
 	Flushes uint32
 	Pad     uint32
+	Sent    uint64
+	Drops   uint64
 }
 
 // Names of all BPF objects in the ELF.

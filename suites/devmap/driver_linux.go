@@ -67,17 +67,24 @@ func NewLiveDriver(tb testing.TB, r *Rig) Driver {
 func (d *liveDriver) Name() string { return "LiveFrames" }
 
 func (d *liveDriver) Push(ctx context.Context, frames, batch int) error {
-	// The ingress ifindex is looked up in the caller's namespace.
-	return d.r.Env.Do(func() error {
-		_, err := d.r.Objs.XdpMain.Run(&ebpf.RunOptions{
-			Data:      d.frame,
-			Context:   xdpMd{DataEnd: uint32(len(d.frame)), IngressIfindex: uint32(d.r.In.Attrs().Index)},
+	return d.r.RunLive(d.r.Objs.XdpMain, d.frame, frames, batch)
+}
+
+// RunLive runs prog over frames copies of frame with
+// BPF_F_TEST_XDP_LIVE_FRAMES, arriving on in0, flushing every batch frames.
+// The kernel looks the ingress ifindex up in the caller's namespace, so the
+// run happens in the rig's.
+func (r *Rig) RunLive(prog *ebpf.Program, frame []byte, frames, batch int) error {
+	return r.Env.Do(func() error {
+		_, err := prog.Run(&ebpf.RunOptions{
+			Data:      frame,
+			Context:   xdpMd{DataEnd: uint32(len(frame)), IngressIfindex: uint32(r.In.Attrs().Index)},
 			Repeat:    uint32(frames),
 			BatchSize: uint32(batch),
 			Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
 		})
 		if err != nil {
-			return fmt.Errorf("BPF_PROG_TEST_RUN live frames, repeat %d batch %d: %w", frames, batch, err)
+			return fmt.Errorf("BPF_PROG_TEST_RUN %v with live frames, repeat %d batch %d: %w", prog, frames, batch, err)
 		}
 		return nil
 	})

@@ -60,7 +60,7 @@ func settle(ctx context.Context, t *testing.T, r *Rig, sent uint64) (counters.Ac
 	t.Helper()
 	var tot FlushTotals
 	get := func() (counters.Accounting, error) {
-		tot = Totals(r.Flushes(t))
+		tot = r.Totals(t)
 		return counters.Accounting{Sent: sent, Received: r.ReceivedAll(t), DeviceDrops: tot.Drops}, nil
 	}
 	a, err := counters.WaitFor(ctx, 5*time.Second, get, counters.Accounting.Balanced)

@@ -3,10 +3,12 @@ package devmap
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/xmitcheck/xmitcheck/internal/counters"
@@ -35,6 +37,9 @@ const noProg = -1
 // NewRig builds the rig for tb; trace attaches the xdp_devmap_xmit counter.
 func NewRig(tb testing.TB, trace bool) *Rig {
 	tb.Helper()
+	if err := removeMemlock(); err != nil {
+		tb.Fatalf("raise RLIMIT_MEMLOCK for BPF maps (kernels before 5.11 charge them to it): %v", err)
+	}
 	r := &Rig{Env: netenv.New(tb)}
 	r.In, r.Sender = r.Env.Veth(tb, "in0", "in0p", 0)
 	for i, name := range []string{"a0", "b0", "c0"} {
@@ -206,15 +211,11 @@ func (f FlushTotals) String() string {
 	return fmt.Sprintf("xdp_devmap_xmit: %d flushes, sent=%d drops=%d", f.Flushes, f.Sent, f.Drops)
 }
 
-// Totals sums the flushes.
-func Totals(fl []bpfFlush) FlushTotals {
-	var t FlushTotals
-	for _, f := range fl {
-		t.Flushes++
-		t.Sent += uint64(f.Sent)
-		t.Drops += uint64(f.Drops)
-	}
-	return t
+// Totals reads the xdp_devmap_xmit sums, which unlike the log never wrap.
+func (r *Rig) Totals(tb testing.TB) FlushTotals {
+	tb.Helper()
+	s := r.State(tb)
+	return FlushTotals{Flushes: int(s.Flushes), Sent: s.Sent, Drops: s.Drops}
 }
 
 // Received returns how many frames the sink on l counted.
@@ -258,6 +259,10 @@ func (r *Rig) LinkStats(tb testing.TB, l netlink.Link) counters.Link {
 	}
 	return s
 }
+
+// removeMemlock lifts RLIMIT_MEMLOCK once; a no-op on kernels that charge
+// BPF memory to the cgroup instead.
+var removeMemlock = sync.OnceValue(rlimit.RemoveMemlock)
 
 func b2u(b bool) uint32 {
 	if b {

@@ -48,8 +48,10 @@ struct config {
 struct state {
 	__u32 seq;    // runs logged (next slot of runs)
 	__u32 frames; // frames the main program numbered
-	__u32 flushes;
+	__u32 flushes; // xdp_devmap_xmit events counted (next slot of flushes)
 	__u32 pad;
+	__u64 sent;  // their sent, summed
+	__u64 drops; // their drops, summed
 };
 
 // flush is one xdp_devmap_xmit event: one bulk queue flush.
@@ -327,6 +329,8 @@ int trace_devmap_xmit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	slot = st->flushes & (FLUSHES - 1);
 	st->flushes++;
+	st->sent += (__s32)ctx->args[2];
+	st->drops += (__s32)ctx->args[3];
 	f = bpf_map_lookup_elem(&flushes, &slot);
 	if (!f)
 		return 0;

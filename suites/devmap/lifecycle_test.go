@@ -1,0 +1,128 @@
+package devmap
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+)
+
+// TestLifecycle/ChangeEntriesWhileFlowing: while batches of 64 frames flow
+// (alternating keys 0 and 1), the test replaces entry 0's program, deletes
+// entry 1 and re-adds it pointing at another device. Seed 004 keeps an
+// entry's program referenced until the bulk queue flushes, so:
+//   - after a delete returns, no frame numbered from then on reaches the
+//     deleted entry's device (M looks the entry up after numbering);
+//   - after a program is replaced, the old one runs at most for the rest of
+//     the batch in flight (the queue latched it), never after;
+//   - the kernel taints with no warning or oops.
+func TestLifecycle(t *testing.T) {
+	for _, hash := range []bool{false, true} {
+		name := "ChangeEntriesWhileFlowing"
+		if hash {
+			name += "/Hash"
+		}
+		t.Run(name, func(t *testing.T) {
+			eachDriver(t, true, func(t *testing.T, r *Rig, d Driver) {
+				testLifecycle(t, r, d, hash)
+			})
+		})
+	}
+}
+
+const (
+	batch    = 64
+	xdpDrop  = 1 // enum xdp_action XDP_DROP: bpf_redirect_map's fallback for a missing key
+	progress = 256
+)
+
+func testLifecycle(t *testing.T, r *Rig, d Driver, hash bool) {
+	ctx := withDeadline(t)
+	taint := tainted(t)
+	m := r.Map(t, hash)
+	a0, b0, c0 := r.Dst[0], r.Dst[1], r.Dst[2]
+	r.SetEntry(t, m, 0, a0, r.Objs.XdpDevmapA)
+	r.SetEntry(t, m, 1, b0, r.Objs.XdpDevmapA)
+	r.SetConfig(t, func(c *bpfConfig) { c.Flags = xdpDrop })
+	r.Route(t, 0, 1)
+
+	flowCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		for flowCtx.Err() == nil {
+			if err := d.Push(flowCtx, 64*batch, batch); err != nil && flowCtx.Err() == nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	frames := func() (uint32, error) { return r.State(t).Frames, nil }
+	// advance waits until the traffic has numbered progress more frames.
+	advance := func(what string) uint32 {
+		t.Helper()
+		now, _ := frames()
+		if _, err := counters.WaitFor(ctx, 20*time.Second, frames, func(n uint32) bool { return n >= now+progress }); err != nil {
+			stop()
+			t.Fatalf("traffic stalled %s: %v (driver: %v)", what, err, <-done)
+		}
+		return now
+	}
+
+	advance("before the first change")
+	r.SetEntry(t, m, 0, a0, r.Objs.XdpDevmapB)
+	replaced, _ := frames()
+	advance("after replacing entry 0's program")
+	if err := r.Env.Do(func() error { return m.Delete(uint32(1)) }); err != nil {
+		t.Fatalf("delete devmap entry 1: %v", err)
+	}
+	deleted, _ := frames()
+	advance("after deleting entry 1")
+	r.SetEntry(t, m, 1, c0, r.Objs.XdpDevmapA)
+	readded, _ := frames()
+	advance("after re-adding entry 1")
+	stop()
+	assert.NilError(t, <-done)
+
+	oldA, newB := r.Seen(t, a0, progA), r.Seen(t, a0, progB)
+	onB, onC := r.Seen(t, b0, progA), r.Seen(t, c0, progA)
+	t.Logf("frames numbered: program replaced at %d, entry 1 deleted at %d, re-added at %d; a0: A %+v B %+v; b0 %+v; c0 %+v",
+		replaced, deleted, readded, oldA, newB, onB, onC)
+	assert.Check(t, oldA.MaxFrame <= replaced+batch, "old program of entry 0 ran for frame %d, after the batch in flight at the replace (frame %d)", oldA.MaxFrame-1, replaced)
+	assert.Check(t, newB.MaxFrame > replaced && newB.Runs > 0, "new program of entry 0 never ran: %+v", newB)
+	assert.Check(t, onB.MaxFrame <= deleted, "frame %d reached b0 after entry 1 was deleted at frame %d", onB.MaxFrame-1, deleted)
+	assert.Check(t, onC.MaxFrame > readded && onC.Runs > 0, "re-added entry 1 (c0) got no frame: %+v", onC)
+
+	// Every frame a devmap program passed was sent and received.
+	// (Frames to entry 1 while it was deleted got the fallback XDP_DROP
+	// from bpf_redirect_map and never reached a devmap program.)
+	passed := oldA.Runs + newB.Runs + onB.Runs + onC.Runs
+	a, tot := settle(ctx, t, r, passed)
+	assert.Check(t, is.Equal(tot.Drops, uint64(0)), "%v; %v", a, tot)
+	assert.Check(t, is.Equal(r.Received(t, r.Sink[1]), onB.Runs), "b0p; %v", a)
+	assert.Check(t, is.Equal(tainted(t)&^taint&splatTaints, uint64(0)), "kernel taint went from %#x to %#x: a warning or oops during the test, see dmesg", taint, tainted(t))
+}
+
+// splatTaints are the taint bits a kernel splat sets: TAINT_BAD_PAGE (5),
+// TAINT_DIE (7), TAINT_WARN (9).
+const splatTaints = 1<<5 | 1<<7 | 1<<9
+
+func tainted(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/tainted")
+	if err != nil {
+		t.Fatalf("read /proc/sys/kernel/tainted: %v", err)
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("parse /proc/sys/kernel/tainted %q: %v", b, err)
+	}
+	return v
+}
