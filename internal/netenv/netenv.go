@@ -13,6 +13,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Env is one test's network namespace.
@@ -36,7 +37,7 @@ func New(tb testing.TB) *Env {
 	}
 	tb.Cleanup(func() { ns.Close() })
 
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		tb.Fatalf("netenv: netlink handle in namespace: %v", err)
 	}
