@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -44,6 +45,7 @@ type vm struct {
 	held  []Splat
 	// reason is why the host stopped the VM, once it did.
 	reason error
+	exited chan error
 }
 
 // boot runs one qemu and returns when it has exited and its streams ended.
@@ -63,39 +65,65 @@ func boot(ctx context.Context, qemu string, c qemuConfig, job Job, ir *initramfs
 		return nil, err
 	}
 	defer conR.Close()
-	v := &vm{sink: sink, d: newDemux(sink, job.Binaries), probe: probe}
-	v.cmd = exec.Command(qemu, qemuArgs(c)...)
-	v.cmd.Stdout = conW
-	v.cmd.Stderr = &limitedBuffer{buf: &v.stderr, max: 4096}
-	v.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	v.start = time.Now()
-	err = v.cmd.Start()
+	cmd := exec.Command(qemu, qemuArgs(c)...)
+	cmd.Stdout = conW
+	v := newVM(cmd, sink, job, probe)
+	cmd.Stderr = &limitedBuffer{buf: &v.stderr, max: 4096}
+	err = v.startCmd()
 	conW.Close()
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", qemu, err)
+		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- v.cmd.Wait() }()
 	defer v.kill()
+	exitErr := v.supervise(ctx, streams{
+		con: readLines(conR), out: acceptFrames(lnOut), ctl: acceptEvents(lnCtl),
+		// Once qemu is gone, whoever never connected never will.
+		onExit: func() { lnOut.Close(); lnCtl.Close() },
+	}, job.Timeouts)
+	return v.outcome(c.Accel, ir.missing), v.verdict(exitErr)
+}
 
-	conCh := readLines(conR)
-	outCh := acceptChunks(lnOut)
-	ctlCh := acceptEvents(lnCtl)
+func newVM(cmd *exec.Cmd, sink Sink, job Job, probe bool) *vm {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &vm{cmd: cmd, sink: sink, d: newDemux(sink, job.Binaries), probe: probe}
+}
+
+func (v *vm) startCmd() error {
+	v.start = time.Now()
+	if err := v.cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", v.cmd.Path, err)
+	}
+	v.exited = make(chan error, 1)
+	go func() { v.exited <- v.cmd.Wait() }()
+	return nil
+}
+
+// streams are what a VM produces: console lines, the output stream and
+// the control events; onExit runs when the VM process exited.
+type streams struct {
+	con    <-chan string
+	out    <-chan guest.Frame
+	ctl    <-chan guest.Event
+	onExit func()
+}
+
+// supervise feeds the streams to the demux and the splat scanner until the
+// VM exited and its streams ended, and enforces the timeouts. It returns
+// the VM process's exit error.
+func (v *vm) supervise(ctx context.Context, s streams, t Timeouts) error {
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
-
-	t := job.Timeouts
 	lastAct, lastCon := v.start, v.start
 	var panicAt, exitAt time.Time
 	var exitErr error
-	for conCh != nil || outCh != nil || ctlCh != nil || exitAt.IsZero() {
+	for s.con != nil || s.out != nil || s.ctl != nil || exitAt.IsZero() {
 		select {
 		case <-ctx.Done():
-			v.stop(fmt.Errorf("run cancelled while running %s: %w", v.d.running(), ctx.Err()))
+			v.stop(fmt.Errorf("run cancelled during %s: %w", v.d.running(), ctx.Err()))
 			ctx = context.Background()
-		case l, ok := <-conCh:
+		case l, ok := <-s.con:
 			if !ok {
-				conCh = nil
+				s.con = nil
 				continue
 			}
 			lastAct, lastCon = time.Now(), time.Now()
@@ -103,36 +131,36 @@ func boot(ctx context.Context, qemu string, c qemuConfig, job Job, ir *initramfs
 			if v.scan.panicked && panicAt.IsZero() {
 				panicAt = time.Now()
 			}
-		case p, ok := <-outCh:
+		case f, ok := <-s.out:
 			if !ok {
-				outCh = nil
+				s.out = nil
 				continue
 			}
 			lastAct = time.Now()
-			v.d.output(p)
-		case ev, ok := <-ctlCh:
+			v.d.output(f.Bin, f.Data)
+		case ev, ok := <-s.ctl:
 			if !ok {
-				ctlCh = nil
+				s.ctl = nil
 				continue
 			}
 			lastAct = time.Now()
 			v.d.event(ev)
 			if v.d.hello && v.held != nil {
-				for _, s := range v.held {
-					v.sink.Splat(s)
+				for _, sp := range v.held {
+					v.sink.Splat(sp)
 				}
 				v.held = nil
 			}
-		case err := <-exited:
+		case err := <-v.exited:
 			exitAt, exitErr = time.Now(), err
-			// qemu is gone: whoever never connected never will.
-			lnOut.Close()
-			lnCtl.Close()
+			if s.onExit != nil {
+				s.onExit()
+			}
 		case now := <-ticker.C:
 			switch {
 			case !exitAt.IsZero():
 				if now.Sub(exitAt) > drainGrace {
-					conCh, outCh, ctlCh = nil, nil, nil
+					s.con, s.out, s.ctl = nil, nil, nil
 				}
 			case !panicAt.IsZero():
 				if now.Sub(panicAt) > panicGrace {
@@ -141,9 +169,9 @@ func boot(ctx context.Context, qemu string, c qemuConfig, job Job, ir *initramfs
 			case !v.d.hello && now.Sub(v.start) > t.Boot:
 				v.stop(fmt.Errorf("%w: the guest runner did not start within %v (boot timeout)", ErrCrash, t.Boot))
 			case now.Sub(lastAct) > t.Idle:
-				v.stop(fmt.Errorf("%w: no output for %v while running %s (idle timeout)", ErrCrash, t.Idle, v.d.running()))
+				v.stop(fmt.Errorf("%w: no output for %v during %s (idle timeout)", ErrCrash, t.Idle, v.d.running()))
 			case now.Sub(v.start) > t.Overall:
-				v.stop(fmt.Errorf("%w: the run exceeded its overall deadline of %v while running %s", ErrCrash, t.Overall, v.d.running()))
+				v.stop(fmt.Errorf("%w: the run exceeded its overall deadline of %v during %s", ErrCrash, t.Overall, v.d.running()))
 			}
 			if v.scan.Open() && now.Sub(lastCon) > splatQuiet {
 				v.emit(v.scan.Flush())
@@ -151,17 +179,22 @@ func boot(ctx context.Context, qemu string, c qemuConfig, job Job, ir *initramfs
 		}
 	}
 	v.emit(v.scan.Flush())
-	out := &Outcome{Total: time.Since(v.start), Accel: c.Accel, Console: v.console, Modules: map[string]string{}}
+	return exitErr
+}
+
+// outcome summarises the run; missing are the modules with no file.
+func (v *vm) outcome(accel string, missing []string) *Outcome {
+	out := &Outcome{Total: time.Since(v.start), Accel: accel, Console: v.console, Modules: map[string]string{}}
 	if !v.d.started.IsZero() {
 		out.BootToFirstTest = v.d.started.Sub(v.start)
 	}
 	for m, e := range v.d.modules {
 		out.Modules[m] = e
 	}
-	for _, m := range ir.missing {
+	for _, m := range missing {
 		out.Modules[m] = "no module file (built in or not in this kernel)"
 	}
-	return out, v.verdict(exitErr)
+	return out
 }
 
 // verdict is the run's error, from the most to the least telling cause.
@@ -169,14 +202,14 @@ func (v *vm) verdict(exitErr error) error {
 	err := v.reason
 	switch {
 	case v.scan.panicked:
-		err = fmt.Errorf("%w: kernel panic while running %s: %s", ErrCrash, v.d.running(), v.panicLine())
+		err = fmt.Errorf("%w: kernel panic during %s: %s", ErrCrash, v.d.running(), v.panicLine())
 	case err != nil:
 	case v.d.guestErr != "":
 		err = fmt.Errorf("guest runner failed: %s", v.d.guestErr)
 	case !v.d.hello && exitErr != nil && v.stderr.Len() > 0:
 		err = fmt.Errorf("qemu failed: %s", firstLine(v.stderr.String()))
 	case !v.d.done:
-		err = fmt.Errorf("%w: the VM stopped while running %s; last console line: %q", ErrCrash, v.d.running(), v.lastLine())
+		err = fmt.Errorf("%w: the VM stopped during %s; last console line: %q", ErrCrash, v.d.running(), v.lastLine())
 	case v.d.lost() > 0:
 		err = fmt.Errorf("%d bytes of test output were lost on the way from the guest", v.d.lost())
 	}
@@ -245,7 +278,7 @@ func firstLine(s string) string {
 }
 
 // readLines sends r's lines until EOF.
-func readLines(r *os.File) <-chan string {
+func readLines(r io.Reader) <-chan string {
 	ch := make(chan string, 256)
 	go func() {
 		defer close(ch)
@@ -263,9 +296,11 @@ func readLines(r *os.File) <-chan string {
 	return ch
 }
 
-// acceptChunks accepts one connection and sends what it reads until EOF.
-func acceptChunks(ln net.Listener) <-chan []byte {
-	ch := make(chan []byte, 64)
+// acceptFrames accepts one connection and sends the output frames it
+// reads until EOF; a broken frame ends the stream, and the verdict then
+// says what went missing.
+func acceptFrames(ln net.Listener) <-chan guest.Frame {
+	ch := make(chan guest.Frame, 64)
 	go func() {
 		defer close(ch)
 		c, err := ln.Accept()
@@ -273,15 +308,13 @@ func acceptChunks(ln net.Listener) <-chan []byte {
 			return
 		}
 		defer c.Close()
+		br := bufio.NewReaderSize(c, 64<<10)
 		for {
-			buf := make([]byte, 64<<10)
-			n, err := c.Read(buf)
-			if n > 0 {
-				ch <- buf[:n]
-			}
+			f, err := guest.ReadFrame(br)
 			if err != nil {
 				return
 			}
+			ch <- f
 		}
 	}()
 	return ch

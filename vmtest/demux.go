@@ -9,17 +9,18 @@ import (
 
 // demux turns the guest's two streams into Sink calls in order.
 //
-// The control stream says at which output offset each binary starts and
-// ends; output bytes are handed to the running binary, and a start or exit
-// is applied only once all output before its offset has been handed out.
-// So a binary's exit always comes after all of its output, however the
-// two streams interleave on the way.
+// Output frames name their binary, and an exit counts its binary's output
+// bytes: events are applied in the order the guest sent them, but an exit
+// waits until all of its binary's output was handed out, and output of a
+// binary that has not started yet waits for its start. So a binary's exit
+// always comes after all of its output, however the two streams interleave
+// on the way.
 type demux struct {
 	sink Sink
 	bins []Binary
 
-	buf       []byte // output received but not yet handed out
-	delivered int64  // output bytes handed out
+	early     map[int][]byte // output of binaries not started yet
+	delivered []int64        // output bytes handed out, per binary
 	pending   []guest.Event
 	cur       int // running binary, or -1
 
@@ -30,12 +31,21 @@ type demux struct {
 }
 
 func newDemux(sink Sink, bins []Binary) *demux {
-	return &demux{sink: sink, bins: bins, cur: -1, modules: map[string]string{}}
+	return &demux{sink: sink, bins: bins, cur: -1, early: map[int][]byte{},
+		delivered: make([]int64, len(bins)), modules: map[string]string{}}
 }
 
-// output takes bytes from the output stream.
-func (d *demux) output(p []byte) {
-	d.buf = append(d.buf, p...)
+// output takes one output frame.
+func (d *demux) output(bin int, p []byte) {
+	switch {
+	case bin < 0 || bin >= len(d.bins):
+		d.guestErr = fmt.Sprintf("guest sent output of binary %d of %d", bin, len(d.bins))
+		return
+	case bin != d.cur:
+		d.early[bin] = append(d.early[bin], p...)
+		return
+	}
+	d.deliver(bin, p)
 	d.pump()
 }
 
@@ -45,24 +55,22 @@ func (d *demux) event(ev guest.Event) {
 	d.pump()
 }
 
+func (d *demux) deliver(bin int, p []byte) {
+	if len(p) > 0 {
+		d.sink.Output(d.bins[bin], p)
+		d.delivered[bin] += int64(len(p))
+	}
+}
+
+// pump applies the pending events that may be applied.
 func (d *demux) pump() {
-	for {
-		if len(d.pending) > 0 && d.pending[0].Off <= d.delivered {
-			ev := d.pending[0]
-			d.pending = d.pending[1:]
-			d.apply(ev)
-			continue
-		}
-		if d.cur < 0 || len(d.buf) == 0 {
+	for len(d.pending) > 0 {
+		ev := d.pending[0]
+		if ev.Ev == guest.EvExit && ev.Bin >= 0 && ev.Bin < len(d.bins) && d.delivered[ev.Bin] < ev.Off {
 			return
 		}
-		n := int64(len(d.buf))
-		if len(d.pending) > 0 {
-			n = min(n, d.pending[0].Off-d.delivered)
-		}
-		d.sink.Output(d.bins[d.cur], d.buf[:n:n])
-		d.buf = d.buf[n:]
-		d.delivered += n
+		d.pending = d.pending[1:]
+		d.apply(ev)
 	}
 }
 
@@ -82,6 +90,9 @@ func (d *demux) apply(ev guest.Event) {
 			d.started = time.Now()
 		}
 		d.sink.Start(d.bins[ev.Bin])
+		p := d.early[ev.Bin]
+		delete(d.early, ev.Bin)
+		d.deliver(ev.Bin, p)
 	case guest.EvExit:
 		if ev.Bin != d.cur {
 			d.guestErr = fmt.Sprintf("guest reported the exit of binary %d while %d ran", ev.Bin, d.cur)
@@ -96,20 +107,26 @@ func (d *demux) apply(ev guest.Event) {
 	}
 }
 
-// running names the binary that is running, for error messages.
+// running says what the guest is doing, for error messages.
 func (d *demux) running() string {
-	if d.cur < 0 {
-		return "no test binary"
+	switch {
+	case !d.hello:
+		return "the boot"
+	case d.cur < 0:
+		return "the time between test binaries"
 	}
 	return d.bins[d.cur].Name
 }
 
-// lost tells how many output bytes the control stream accounted for that
-// never arrived, once both streams ended.
+// lost tells how many output bytes an exit still waits for; once both
+// streams ended they were lost on the way.
 func (d *demux) lost() int64 {
-	var want int64
-	for _, ev := range d.pending {
-		want = max(want, ev.Off)
+	if len(d.pending) == 0 {
+		return 0
 	}
-	return want - d.delivered
+	ev := d.pending[0]
+	if ev.Ev != guest.EvExit || ev.Bin < 0 || ev.Bin >= len(d.bins) {
+		return 0
+	}
+	return ev.Off - d.delivered[ev.Bin]
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest/guest"
@@ -55,7 +56,12 @@ func writeInitramfs(w io.Writer, init string, k *kernels.Kernel, job Job) (*init
 		}
 		ir.spec.Binaries = append(ir.spec.Binaries, guest.Binary{Name: b.Name, Path: p, Args: b.Args})
 	}
-	names := append(append([]string{}, transportModules...), job.Modules...)
+	var names []string
+	for _, n := range append(append([]string{}, transportModules...), job.Modules...) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
 	if k.ModulesDir == "" {
 		ir.missing = names
 	} else {

@@ -6,45 +6,55 @@ import (
 	"io"
 )
 
-// Frame kinds of the framed stream (vng backend): both streams share one
-// pipe there, so each write is tagged with its stream.
+// Frame kinds. The native guest writes output frames to OutPort and
+// control frames to CtlPort; under vng both share stdout.
 const (
+	// FrameOut carries output of binary Bin.
 	FrameOut = 'o'
+	// FrameCtl carries one JSON-encoded Event.
 	FrameCtl = 'c'
 )
 
-// frameHeader is kind (1 byte) then payload length (4 bytes, big endian).
-const frameHeader = 5
+// Frame is one tagged chunk of a stream. On the wire: kind (1 byte), Bin
+// (2 bytes, big endian), payload length (4 bytes, big endian), payload.
+type Frame struct {
+	Kind byte
+	Bin  int
+	Data []byte
+}
 
-// WriteFrame writes one frame of kind with payload p.
-func WriteFrame(w io.Writer, kind byte, p []byte) error {
-	buf := make([]byte, frameHeader+len(p))
-	buf[0] = kind
-	binary.BigEndian.PutUint32(buf[1:], uint32(len(p)))
-	copy(buf[frameHeader:], p)
+const frameHeader = 7
+
+// WriteFrame writes f in one write.
+func WriteFrame(w io.Writer, f Frame) error {
+	buf := make([]byte, frameHeader+len(f.Data))
+	buf[0] = f.Kind
+	binary.BigEndian.PutUint16(buf[1:], uint16(f.Bin))
+	binary.BigEndian.PutUint32(buf[3:], uint32(len(f.Data)))
+	copy(buf[frameHeader:], f.Data)
 	_, err := w.Write(buf)
 	return err
 }
 
 // ReadFrame reads one frame. It returns io.EOF only at a frame boundary.
-func ReadFrame(r io.Reader) (kind byte, p []byte, err error) {
+func ReadFrame(r io.Reader) (Frame, error) {
 	var h [frameHeader]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		if err == io.ErrUnexpectedEOF {
-			return 0, nil, fmt.Errorf("framed stream cut inside a header")
+			return Frame{}, fmt.Errorf("framed stream cut inside a header")
 		}
-		return 0, nil, err
+		return Frame{}, err
 	}
 	if h[0] != FrameOut && h[0] != FrameCtl {
-		return 0, nil, fmt.Errorf("framed stream: unknown frame kind %q (is something else writing to stdout?)", h[0])
+		return Frame{}, fmt.Errorf("framed stream: unknown frame kind %q (is something else writing to the stream?)", h[0])
 	}
-	n := binary.BigEndian.Uint32(h[1:])
+	n := binary.BigEndian.Uint32(h[3:])
 	if n > 1<<24 {
-		return 0, nil, fmt.Errorf("framed stream: frame of %d bytes is too large", n)
+		return Frame{}, fmt.Errorf("framed stream: frame of %d bytes is too large", n)
 	}
-	p = make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
-		return 0, nil, fmt.Errorf("framed stream cut inside a %d-byte frame: %w", n, err)
+	f := Frame{Kind: h[0], Bin: int(binary.BigEndian.Uint16(h[1:])), Data: make([]byte, n)}
+	if _, err := io.ReadFull(r, f.Data); err != nil {
+		return Frame{}, fmt.Errorf("framed stream cut inside a %d-byte frame: %w", n, err)
 	}
-	return h[0], p, nil
+	return f, nil
 }

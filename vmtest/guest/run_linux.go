@@ -16,17 +16,19 @@ const drainAfterExit = 2 * time.Second
 // streams its stdout and stderr and reports its exit code. It returns an
 // error only when the host can no longer be reached.
 func runBinary(i int, b Binary, env []string, snd sender) error {
-	if err := snd.Event(Event{Ev: EvStart, Bin: i, Off: snd.Offset()}); err != nil {
+	if err := snd.Event(Event{Ev: EvStart, Bin: i}); err != nil {
 		return err
 	}
-	code, err := execBinary(b, env, snd)
+	code, n, err := execBinary(i, b, env, snd)
 	if err != nil {
 		return err
 	}
-	return snd.Event(Event{Ev: EvExit, Bin: i, Code: code, Off: snd.Offset()})
+	return snd.Event(Event{Ev: EvExit, Bin: i, Code: code, Off: n})
 }
 
-func execBinary(b Binary, env []string, snd sender) (int, error) {
+// execBinary runs binary i and returns its exit code and the number of
+// output bytes it sent.
+func execBinary(i int, b Binary, env []string, snd sender) (code int, sent int64, err error) {
 	dir, err := os.MkdirTemp("", "xmitcheck-run-")
 	if err == nil {
 		defer os.RemoveAll(dir)
@@ -35,7 +37,7 @@ func execBinary(b Binary, env []string, snd sender) (int, error) {
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return 0, fmt.Errorf("pipe for %s: %w", b.Name, err)
+		return 0, 0, fmt.Errorf("pipe for %s: %w", b.Name, err)
 	}
 	defer r.Close()
 	cmd := exec.Command(b.Path, b.Args...)
@@ -47,7 +49,7 @@ func execBinary(b Binary, env []string, snd sender) (int, error) {
 	w.Close()
 	if err != nil {
 		msg := fmt.Sprintf("xmitcheck guest: cannot start %s: %v\n", b.Path, err)
-		return 127, snd.Output([]byte(msg))
+		return 127, int64(len(msg)), snd.Output(i, []byte(msg))
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -63,7 +65,8 @@ func execBinary(b Binary, env []string, snd sender) (int, error) {
 	for {
 		n, err := r.Read(buf)
 		if n > 0 && sendErr == nil {
-			sendErr = snd.Output(buf[:n])
+			sendErr = snd.Output(i, buf[:n])
+			sent += int64(n)
 		}
 		if err != nil {
 			break
@@ -71,9 +74,9 @@ func execBinary(b Binary, env []string, snd sender) (int, error) {
 	}
 	<-exited
 	if sendErr != nil {
-		return 0, fmt.Errorf("send output of %s: %w", b.Name, sendErr)
+		return 0, 0, fmt.Errorf("send output of %s: %w", b.Name, sendErr)
 	}
-	return exitCode(cmd.ProcessState), nil
+	return exitCode(cmd.ProcessState), sent, nil
 }
 
 // exitCode is the shell's view of a status: the code, or 128+signal.

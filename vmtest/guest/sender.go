@@ -5,26 +5,23 @@ import (
 	"io"
 )
 
-// sender carries the two streams to the host and counts output bytes.
+// sender carries output frames and control events to the host.
 type sender interface {
-	// Output sends binary output; it fails only when the host is gone.
-	Output(p []byte) error
+	// Output sends output of binary bin; it fails only when the host is
+	// gone.
+	Output(bin int, p []byte) error
 	// Event sends one control event.
 	Event(ev Event) error
-	// Offset is the number of output bytes sent so far.
-	Offset() int64
 }
 
-// portSender writes output and events to two virtio-serial ports.
+// portSender writes output frames to one virtio-serial port and events to
+// another.
 type portSender struct {
 	out, ctl io.Writer
-	off      int64
 }
 
-func (s *portSender) Output(p []byte) error {
-	n, err := s.out.Write(p)
-	s.off += int64(n)
-	return err
+func (s *portSender) Output(bin int, p []byte) error {
+	return WriteFrame(s.out, Frame{Kind: FrameOut, Bin: bin, Data: p})
 }
 
 func (s *portSender) Event(ev Event) error {
@@ -36,20 +33,13 @@ func (s *portSender) Event(ev Event) error {
 	return err
 }
 
-func (s *portSender) Offset() int64 { return s.off }
-
-// framedSender writes both streams as frames to one writer.
+// framedSender writes output and events as frames to one writer.
 type framedSender struct {
-	w   io.Writer
-	off int64
+	w io.Writer
 }
 
-func (s *framedSender) Output(p []byte) error {
-	if err := WriteFrame(s.w, FrameOut, p); err != nil {
-		return err
-	}
-	s.off += int64(len(p))
-	return nil
+func (s *framedSender) Output(bin int, p []byte) error {
+	return WriteFrame(s.w, Frame{Kind: FrameOut, Bin: bin, Data: p})
 }
 
 func (s *framedSender) Event(ev Event) error {
@@ -57,7 +47,5 @@ func (s *framedSender) Event(ev Event) error {
 	if err != nil {
 		return err
 	}
-	return WriteFrame(s.w, FrameCtl, b)
+	return WriteFrame(s.w, Frame{Kind: FrameCtl, Data: b})
 }
-
-func (s *framedSender) Offset() int64 { return s.off }

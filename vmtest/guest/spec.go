@@ -12,15 +12,16 @@ const SpecPath = "/xmitcheck-job.json"
 
 // Port names of the two virtio-serial ports of a native VM.
 const (
-	// OutPort carries the binaries' stdout and stderr, raw and in order.
+	// OutPort carries the binaries' stdout and stderr as output Frames.
 	OutPort = "xmitcheck.out"
-	// CtlPort carries Events, one JSON object a line.
+	// CtlPort carries Events, one JSON object a line: the exit codes
+	// travel apart from the output, which cannot garble them.
 	CtlPort = "xmitcheck.ctl"
 )
 
 // EnvSpec, when set in the environment of the guest runner, names a Spec
 // file to run instead of SpecPath; the runner then leaves mounts and power
-// alone and writes both streams to stdout as frames (see Frame). The vng
+// alone and writes both streams to stdout as Frames. The vng
 // backend uses it: there the runner is not the VM's init.
 const EnvSpec = "XMITCHECK_GUEST_SPEC"
 
@@ -54,10 +55,9 @@ const (
 	EvHello = "hello"
 	// EvModule: a module was loaded (Err empty) or failed to load.
 	EvModule = "module"
-	// EvStart: binary Bin starts; its output begins at byte Off of the
-	// output stream.
+	// EvStart: binary Bin starts.
 	EvStart = "start"
-	// EvExit: binary Bin exited with Code; its output ends at byte Off.
+	// EvExit: binary Bin exited with Code after Off bytes of output.
 	EvExit = "exit"
 	// EvError: the guest runner failed (Err); it powers off next.
 	EvError = "error"
@@ -67,9 +67,8 @@ const (
 
 // Event is one line of the control stream.
 //
-// Offsets count the bytes of the output stream, so the host can give every
-// byte to the binary that wrote it and deliver an exit only after all of
-// that binary's output, whatever the two streams' relative timing.
+// An exit counts the binary's output bytes, so the host delivers it only
+// after all of that output, whatever the two streams' relative timing.
 type Event struct {
 	Ev   string `json:"ev"`
 	Bin  int    `json:"bin,omitempty"`
