@@ -80,4 +80,3 @@ func TestCPIORoundTrip(t *testing.T) {
 	assert.Check(t, is.Len(got[4].Data, 0))
 	assert.Check(t, is.Equal(buf.Len()%4, 0))
 }
-

@@ -40,7 +40,9 @@ func TestDemuxOrdersStreams(t *testing.T) {
 	ev := func(kind string, bin int, code int, off int64) guest.Event {
 		return guest.Event{Ev: kind, Bin: bin, Code: code, Off: off}
 	}
-	out := func(bin int, s string) guest.Frame { return guest.Frame{Kind: guest.FrameOut, Bin: bin, Data: []byte(s)} }
+	out := func(bin int, s string) guest.Frame {
+		return guest.Frame{Kind: guest.FrameOut, Bin: bin, Data: []byte(s)}
+	}
 	want := []string{`start a`, `output a "hello a"`, `exit a 0`, `start b`, `output b "bye"`, `exit b 7`}
 	for _, tc := range []struct {
 		name  string
