@@ -38,7 +38,7 @@ type tapOpts struct {
 	limit uint32 // pfifo limit P of the root qdisc; 0 means noqueue
 	// root, when set, replaces the pfifo/noqueue choice: "default" keeps
 	// the qdisc the kernel attached, "fq_codel" installs fq_codel.
-	root string
+	root  string
 	flags uint16 // TUNSETIFF flags beyond IFF_TAP|IFF_NO_PI
 	// loose asks for flags without requiring the kernel to keep them:
 	// the classifier observes what a kernel does with a flag it ignores.
