@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
 )
 
 // Options tune Resolve and Cached.
@@ -78,14 +77,6 @@ func isPath(name string) bool {
 	}
 	_, err := os.Stat(name)
 	return err == nil
-}
-
-func hostKernel() (*Kernel, error) {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return nil, fmt.Errorf("uname: %w", err)
-	}
-	return &Kernel{Name: "host", Host: true, Release: unix.ByteSliceToString(u.Release[:])}, nil
 }
 
 // resolveDebian returns the cached entry of a catalog kernel, or fetches it.
@@ -191,6 +182,7 @@ func fetch(ctx context.Context, s series, c choice, a aptState, dir string, prog
 	if err := a.download(ctx, debs, c.debs()); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", s.Name, err)
 	}
+	downloaded := time.Now()
 	extracted := filepath.Join(tmp, "x")
 	for _, p := range c.debs() {
 		path, err := checkDeb(debs, p)
@@ -204,6 +196,7 @@ func fetch(ctx context.Context, s series, c choice, a aptState, dir string, prog
 			return nil, err
 		}
 	}
+	unpacked := time.Now()
 	root := filepath.Join(tmp, "root")
 	release, err := normalise(ctx, extracted, root)
 	if err != nil {
@@ -226,7 +219,8 @@ func fetch(ctx context.Context, s series, c choice, a aptState, dir string, prog
 	if err != nil {
 		return nil, fmt.Errorf("%s: the entry just built does not verify: %w", s.Name, err)
 	}
-	note(progress, "%s ready in %.1fs: %s", s.Name, time.Since(start).Seconds(), k.Vmlinuz)
+	note(progress, "%s ready in %.1fs (download %.1fs, check and unpack %.1fs, depmod %.1fs): %s", s.Name,
+		time.Since(start).Seconds(), downloaded.Sub(start).Seconds(), unpacked.Sub(downloaded).Seconds(), time.Since(unpacked).Seconds(), k.Vmlinuz)
 	return k, nil
 }
 
