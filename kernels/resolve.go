@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
 )
 
 // Options tune Resolve and Cached.
