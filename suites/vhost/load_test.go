@@ -32,7 +32,11 @@ func (r *rig) load(senders int, duration time.Duration, perSender int, tick time
 				if perSender <= 0 && time.Since(start) > duration {
 					return
 				}
-				res, err := s.Send(guest.Batch)
+				chunk := guest.Batch
+				if perSender > 0 {
+					chunk = min(chunk, perSender-k)
+				}
+				res, err := s.Send(chunk)
 				sent.Add(res.Sent + res.Refused)
 				if err != nil {
 					r.tb.Errorf("sender %d: %v", i, err)
