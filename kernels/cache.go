@@ -4,10 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,14 +101,11 @@ func writeManifest(root string, m manifest) error {
 
 // verifyEntry checks the entry at root against its manifest: parseable,
 // vmlinuz hash, modules directory with modules.dep and the recorded number of
-// module files. It returns fs.ErrNotExist when there is no entry at all.
+// module files.
 func verifyEntry(root string) (*Kernel, *manifest, error) {
-	if _, err := os.Stat(root); err != nil {
-		return nil, nil, err
-	}
 	data, err := os.ReadFile(filepath.Join(root, manifestName))
 	if err != nil {
-		return nil, nil, fmt.Errorf("no manifest (an interrupted fetch?): %w", err)
+		return nil, nil, fmt.Errorf("no manifest (an interrupted fetch?): %v", err)
 	}
 	var m manifest
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -177,7 +172,7 @@ func removeLeftovers(dir, key string) {
 // removeEntry deletes an unusable entry; a failure to delete it is an error,
 // since it would be reported as corrupt again and again.
 func removeEntry(root string) error {
-	if err := os.RemoveAll(root); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.RemoveAll(root); err != nil {
 		return fmt.Errorf("removing the corrupt cache entry %s: %w", root, err)
 	}
 	return nil

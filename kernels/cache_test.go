@@ -3,8 +3,6 @@ package kernels
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -62,7 +60,31 @@ func TestManifestVerify(t *testing.T) {
 	assert.Check(t, !ok, "Cached found an entry never built")
 
 	_, _, err = verifyEntry(filepath.Join(cache, "debian-6.1"))
-	assert.Check(t, errors.Is(err, fs.ErrNotExist), "a missing entry is ErrNotExist, got %v", err)
+	assert.Check(t, is.ErrorContains(err, "no manifest"))
+}
+
+// TestCachedEntry: a verified entry is reused, a missing one is nil without
+// a note, a damaged one is removed with a note so Resolve fetches it again.
+func TestCachedEntry(t *testing.T) {
+	cache := t.TempDir()
+	k := buildEntry(t, cache)
+	var progress bytes.Buffer
+	got, m, err := cachedEntry(k.Root, "debian:7.3", &progress)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, k))
+	assert.Check(t, is.Equal(m.Version, "7.3.4-1~bpo13+1"))
+
+	got, _, err = cachedEntry(filepath.Join(cache, "debian-6.1"), "debian:6.1", &progress)
+	assert.NilError(t, err)
+	assert.Check(t, got == nil)
+	assert.Check(t, is.Equal(progress.String(), ""))
+
+	rm(t, filepath.Join(k.Root, manifestName))
+	got, _, err = cachedEntry(k.Root, "debian:7.3", &progress)
+	assert.NilError(t, err)
+	assert.Check(t, got == nil)
+	assert.Check(t, is.Contains(progress.String(), "cached debian:7.3 is unusable (no manifest (an interrupted fetch?)"))
+	assert.Check(t, !exists(k.Root), "the damaged entry was left in place")
 }
 
 // TestCorruptEntry damages a verified entry in each way an interrupted or

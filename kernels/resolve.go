@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,15 +95,12 @@ func resolveDebian(ctx context.Context, s series, opts Options) (*Kernel, error)
 	removeLeftovers(dir, key)
 
 	final := filepath.Join(dir, key)
-	cached, m, verr := verifyEntry(final)
-	switch {
-	case verr == nil && !opts.Refresh:
+	cached, m, err := cachedEntry(final, s.Name, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	if cached != nil && !opts.Refresh {
 		return cached, nil
-	case verr != nil && !errors.Is(verr, fs.ErrNotExist):
-		note(opts.Progress, "cached %s is unusable (%v): fetching it again", s.Name, verr)
-		if err := removeEntry(final); err != nil {
-			return nil, err
-		}
 	}
 
 	a := aptState{dir: filepath.Join(dir, "apt", s.Suite), suite: s.Suite}
@@ -120,10 +116,25 @@ func resolveDebian(ctx context.Context, s series, opts Options) (*Kernel, error)
 	if err != nil {
 		return nil, err
 	}
-	if verr == nil && m.Version == c.Image.Version {
+	if cached != nil && m.Version == c.Image.Version {
 		return cached, nil
 	}
 	return fetch(ctx, s, c, a, dir, opts.Progress)
+}
+
+// cachedEntry returns the verified entry at final, or nil when there is
+// none. An entry that exists but does not verify is removed, with a note, so
+// that it is fetched again.
+func cachedEntry(final, name string, progress io.Writer) (*Kernel, *manifest, error) {
+	if _, err := os.Lstat(final); err != nil {
+		return nil, nil, nil
+	}
+	k, m, err := verifyEntry(final)
+	if err == nil {
+		return k, m, nil
+	}
+	note(progress, "cached %s is unusable (%v): fetching it again", name, err)
+	return nil, nil, removeEntry(final)
 }
 
 // pickFromIndex updates the suite's index when it is older than an hour and
