@@ -26,7 +26,14 @@ type qemuConfig struct {
 // port; panic=-1 reboots at once, and -no-reboot turns that into an exit;
 // loglevel=5 after quiet keeps boot chatter off the slow serial port but
 // still shows warnings (WARN, lockdep) and everything worse.
-const kernelCmdline = "console=ttyS0 panic=-1 quiet loglevel=5 rdinit=/init"
+//
+// tsc=reliable keeps the clocksource watchdog from declaring the TSC
+// unstable when a TCG vCPU thread is descheduled on a busy host. That
+// verdict flips a static key (__sched_clock_stable) at run time, and under
+// multi-threaded TCG the other vCPU can still run the int3 of the live
+// patch after it finished: seen here as "Oops: int3" in sched_clock_cpu
+// and a panic, in both the native and the vng backend.
+const kernelCmdline = "console=ttyS0 panic=-1 quiet loglevel=5 tsc=reliable rdinit=/init"
 
 // qemuArgs is the qemu-system-x86_64 argv (without argv[0]). The console
 // goes to qemu's stdout; no default devices, no network, no display.

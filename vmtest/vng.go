@@ -112,7 +112,9 @@ func (n *Vng) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*
 // the job in spec; the kernel's console goes to stderr (--verbose).
 func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec string) []string {
 	args := []string{"--run", k.Vmlinuz, "--user", "root", "--verbose",
-		"--cpus", fmt.Sprint(job.CPUs), "--memory", fmt.Sprintf("%dM", job.MemoryMB)}
+		"--cpus", fmt.Sprint(job.CPUs), "--memory", fmt.Sprintf("%dM", job.MemoryMB),
+		// See kernelCmdline.
+		"--append", "tsc=reliable"}
 	if accel != "kvm" {
 		args = append(args, "--disable-kvm")
 	}
