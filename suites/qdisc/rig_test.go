@@ -45,6 +45,8 @@ type rig struct {
 	peer string
 	// delivered returns how many frames of streams [lo, hi) the consumer got.
 	delivered func(lo, hi uint32) (uint64, error)
+	// burst counts QDISC_BURST_DROP frees; nil on kernels without them.
+	burst *eventCounter
 }
 
 // path builds a rig in e.
@@ -95,9 +97,11 @@ func vethXDP(tb testing.TB, e *netenv.Env, spin int32) *rig {
 	case err != nil:
 		tb.Fatalf("threaded NAPI on %s: %v", b.Attrs().Name, err)
 	}
-	return &rig{e: e, dev: a, peer: b.Attrs().Name, delivered: func(lo, hi uint32) (uint64, error) {
+	r := &rig{e: e, dev: a, peer: b.Attrs().Name, delivered: func(lo, hi uint32) (uint64, error) {
 		return sumStreams(m, lo, hi)
 	}}
+	r.countBurstDrops(tb)
+	return r
 }
 
 func sumStreams(m *ebpf.Map, lo, hi uint32) (uint64, error) {
@@ -160,7 +164,7 @@ func tapReader(tb testing.TB, e *netenv.Env, flags uint16, ring int) *rig {
 		wg.Wait()
 		tap.Close()
 	})
-	return &rig{e: e, dev: e.Link(tb, "xq0"), delivered: func(lo, hi uint32) (uint64, error) {
+	r := &rig{e: e, dev: e.Link(tb, "xq0"), delivered: func(lo, hi uint32) (uint64, error) {
 		if p := readErr.Load(); p != nil {
 			return 0, fmt.Errorf("tap reader stopped: %w", *p)
 		}
@@ -170,6 +174,21 @@ func tapReader(tb testing.TB, e *netenv.Env, flags uint16, ring int) *rig {
 		}
 		return sum, nil
 	}}
+	r.countBurstDrops(tb)
+	return r
+}
+
+// countBurstDrops makes r count the frames its qdisc's defer_list drops.
+func (r *rig) countBurstDrops(tb testing.TB) {
+	tb.Helper()
+	c, err := attachBurstDrops()
+	if err != nil {
+		tb.Fatalf("count QDISC_BURST_DROP frees: %v", err)
+	}
+	if c != nil {
+		tb.Cleanup(func() { c.Close() })
+	}
+	r.burst = c
 }
 
 // qdiscs are the locked root qdiscs under test.
@@ -202,11 +221,19 @@ func (r *rig) setQdisc(tb testing.TB, kind string) {
 type snapshot struct {
 	q         counters.Qdisc
 	dev, peer counters.Link
+	// burst counts frames dropped before the qdisc
+	// (SKB_DROP_REASON_QDISC_BURST_DROP); the qdisc's drops miss them.
+	burst uint64
 }
 
 func (r *rig) snap() (snapshot, error) {
 	var s snapshot
 	var err error
+	if r.burst != nil {
+		if s.burst, err = r.burst.Count(); err != nil {
+			return s, err
+		}
+	}
 	if s.q, err = counters.ReadRootQdisc(r.e.Handle, r.dev.Attrs().Name); err != nil {
 		return s, err
 	}
@@ -226,17 +253,20 @@ func (r *rig) snap() (snapshot, error) {
 type state struct {
 	a   counters.Accounting
 	now snapshot
+	// burst is the part of a.QdiscDrops that the qdisc's stats miss.
+	burst uint64
 }
 
 func (s state) String() string {
-	return fmt.Sprintf("%v [qdisc %v] [dev %v] [peer %v]", s.a, s.now.q, s.now.dev, s.now.peer)
+	return fmt.Sprintf("%v [qdisc %v; burst drops %d] [dev %v] [peer %v]", s.a, s.now.q, s.burst, s.now.dev, s.now.peer)
 }
 
 // account states the ledger of frames of streams [lo, hi), handed frames of
 // which went to the kernel since base was taken: sent = delivered + device
-// drops (tx_dropped, and the veth peer's rx_dropped) + qdisc drops + qdisc
-// backlog. What is still in the device's ring shows up as a shortfall until
-// the consumer has it.
+// drops (tx_dropped, and the veth peer's rx_dropped) + qdisc drops (the
+// qdisc's own, and the burst drops of its defer_list) + qdisc backlog. What
+// is still in the device's ring shows up as a shortfall until the consumer
+// has it.
 func (r *rig) account(handed uint64, lo, hi uint32, base snapshot) (state, error) {
 	now, err := r.snap()
 	if err != nil {
@@ -250,10 +280,10 @@ func (r *rig) account(handed uint64, lo, hi uint32, base snapshot) (state, error
 		Sent:         handed,
 		Received:     got,
 		DeviceDrops:  now.dev.Sub(base.dev).TxDropped + now.peer.Sub(base.peer).RxDropped,
-		QdiscDrops:   now.q.Drops - base.q.Drops,
+		QdiscDrops:   now.q.Drops - base.q.Drops + now.burst - base.burst,
 		QdiscBacklog: now.q.Qlen,
 	}
-	return state{a: a, now: now}, nil
+	return state{a: a, now: now, burst: now.burst - base.burst}, nil
 }
 
 // settle waits until the qdisc is empty and every frame is accounted for,
