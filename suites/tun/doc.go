@@ -16,18 +16,24 @@
 // shrunk by a txqueuelen change, a ring purged when its queue detaches, a
 // qdisc reset when the link goes down).
 //
-// Tests, and where they are expected to pass (P), skip (S) or fail (F):
+// Tests, and what each kernel is expected to do with them (P pass, S skip
+// with the probe's reason); "stock" variants run with the flag off,
+// "backpressure" variants with it on:
 //
-//	test                                  5.10  6.1  6.12  7.2  7.3  host 6.18
-//	TestProbe                               P    P    P     P    P    P
-//	TestClassify (reports the behaviour)    P    P    P     P    P    P
-//	TestTailDrop (stock, invariant 1)       P    P    P     P    P    P
-//	  .../DropReason (kfree_skb FULL_RING)  S    P    P     P    P    P
-//	TestBackpressure/* (invariants 2-4)     S    S    S     S    P    S
-//	TestNoStall/*/stock (invariant 5)       P    P    P     P    P    P
-//	TestNoStall/*/backpressure              S    S    S     S    P    S
-//	TestRace/*/stock (invariant 6)          P    P    P     P    P    P
-//	TestRace/*/backpressure                 S    S    S     S    P    S
+//	test                                        5.10 6.1 6.12 7.2 7.3 host 6.18
+//	TestProbe                                    P    P   P    P   P   P
+//	TestClassify/flag=*/qdisc=* (reports it)     P    P   P    P   P   P
+//	TestTailDrop/qdisc=* (invariant 1)           P    P   P    P   P   P
+//	TestTailDrop/*/DropReason (FULL_RING)        S    P   P    P   P   P
+//	TestBackpressure/StopAtLimit/* (2, 7)        S    S   S    S   P   S
+//	TestBackpressure/NoqueueKeepsTailDrop (3)    S    S   S    S   P   S
+//	TestBackpressure/WakeHysteresis/* (4)        S    S   S    S   P   S
+//	TestNoStall/*/stock (5)                      P    P   P    P   P   P
+//	TestNoStall/*/backpressure (5)               S    S   S    S   P   S
+//	TestMultiQueue/*/stock (5)                   P    P   P    P   P   P
+//	TestMultiQueue/*/backpressure (5)            S    S   S    S   P   S
+//	TestRace/threads=*/stock (6)                 P    P   P    P   P   P
+//	TestRace/threads=*/backpressure (6)          S    S   S    S   P   S
 //
 // A skip names the probe that decided it: TUNGETFEATURES lacking
 // IFF_BACKPRESSURE (0x80), kernel BTF lacking SKB_DROP_REASON_FULL_RING.
@@ -36,8 +42,12 @@
 // merged, or seed 002) makes it fail, so such a kernel cannot hide.
 //
 // Seed 002's semantics, stop at the limit instead of dropping, are exactly
-// what TestBackpressure asserts with the flag: its names say "StopAtLimit"
-// and the ring limit it stops at is R, the same txqueuelen 002 used.
+// what TestBackpressure asserts with the flag: its names say "StopAtLimit",
+// the limit is txqueuelen as in 002, and the wake is 000's hysteresis. The
+// exact stop point is 000's (read in 7.3's tun_net_xmit): the produce that
+// leaves the ring full stops the queue, so the ring holds exactly R and the
+// qdisc everything after; 002, on the pre-ptr_ring socket queue, stopped one
+// frame later and woke as soon as the queue was below the limit.
 //
 // The benchmarks (BenchmarkTap) report received pps and lost/s with 1 and 2
 // sending threads, flag off against flag on with fq_codel, the shape of the
