@@ -126,3 +126,13 @@ func TestRingRejectsForeignUsedEntry(t *testing.T) {
 	_, err := r.Collect(nil)
 	assert.ErrorContains(t, err, "not a posted buffer")
 }
+
+func TestConfig(t *testing.T) {
+	l, err := Config{}.withDefaults().layout()
+	assert.NilError(t, err)
+	assert.Equal(t, l.Num, DefaultQueueSize)
+	_, err = Config{QueueSize: 8, BufSize: 32}.layout()
+	assert.ErrorContains(t, err, "buffer size 32 is below 72")
+	_, err = Config{QueueSize: 6, BufSize: 2048}.layout()
+	assert.ErrorContains(t, err, "power of two")
+}

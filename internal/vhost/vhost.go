@@ -11,6 +11,8 @@
 // 12-byte struct virtio_net_hdr_mrg_rxbuf written by tun.
 package vhost
 
+import "fmt"
+
 // HdrLen is the size of the virtio-net header in front of every frame: struct
 // virtio_net_hdr_mrg_rxbuf, the header of VIRTIO_F_VERSION_1. Set it on the
 // tap with tuntap.Device.SetVnetHdrSize.
@@ -55,6 +57,18 @@ func (c Config) withDefaults() Config {
 		c.BufSize = DefaultBufSize
 	}
 	return c
+}
+
+// minBufSize is the smallest useful receive buffer: the header and a
+// minimal Ethernet frame. vhost truncates what does not fit.
+const minBufSize = HdrLen + 60
+
+// layout checks the configuration and lays out its ring.
+func (c Config) layout() (Layout, error) {
+	if c.BufSize < minBufSize {
+		return Layout{}, fmt.Errorf("vhost: buffer size %d is below %d (header and a minimal frame)", c.BufSize, minBufSize)
+	}
+	return NewLayout(c.QueueSize)
 }
 
 // ioctl request numbers for x86-64 (include/uapi/linux/vhost.h); x/sys/unix

@@ -34,7 +34,7 @@ type Net struct {
 // vhost-net gives an error matching feature.ErrNotSupported.
 func Open(cfg Config) (*Net, error) {
 	cfg = cfg.withDefaults()
-	l, err := NewLayout(cfg.QueueSize)
+	l, err := cfg.layout()
 	if err != nil {
 		return nil, err
 	}
