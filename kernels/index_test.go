@@ -1,8 +1,13 @@
 package kernels
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -120,4 +125,38 @@ func TestReadMirror(t *testing.T) {
 	assert.ErrorContains(t, err, "no Debian mirror in")
 	_, err = readMirror("testdata/nonexistent.sources")
 	assert.ErrorContains(t, err, "reading the Debian mirror")
+}
+
+// TestPickFromIndexFreshness: an index younger than an hour is used as is;
+// an older one whose update fails (here: a cancelled context, so nothing
+// reaches the network) is used with a note.
+func TestPickFromIndexFreshness(t *testing.T) {
+	a := aptState{dir: t.TempDir(), suite: "trixie-backports"}
+	const index = "mirror.invalid_debian_dists_trixie-backports_main_binary-amd64_Packages.gz"
+	data, err := os.ReadFile(filepath.Join("testdata/index", index))
+	assert.NilError(t, err)
+	writeFiles(t, a.listsDir(), map[string][]byte{index: data})
+	s73, _ := lookupSeries("debian:7.3")
+
+	assert.NilError(t, os.WriteFile(a.stamp(), nil, 0o644))
+	var progress bytes.Buffer
+	c, err := pickFromIndex(context.Background(), s73, a, &progress)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(c.Image.Version, "7.3.4-1~bpo13+1"))
+	assert.Check(t, is.Equal(progress.String(), ""), "a fresh index was updated")
+
+	old := time.Now().Add(-2 * time.Hour)
+	assert.NilError(t, os.Chtimes(a.stamp(), old, old))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c, err = pickFromIndex(ctx, s73, a, &progress)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(c.Image.Version, "7.3.4-1~bpo13+1"))
+	assert.Check(t, is.Contains(progress.String(), "updating the package index of trixie-backports…"))
+	assert.Check(t, is.Contains(progress.String(), "using the older index"))
+
+	// No index at all and no update: the update's error.
+	empty := aptState{dir: t.TempDir(), suite: "trixie-backports"}
+	_, err = pickFromIndex(ctx, s73, empty, nil)
+	assert.Check(t, err != nil)
 }
