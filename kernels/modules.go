@@ -32,12 +32,12 @@ var GuestModules = []string{
 	"veth",
 	// Frames are sent and read through AF_PACKET.
 	"af_packet",
-	// Qdiscs the suites put in front of the devices, and tc BPF (clsact is in sch_ingress).
+	// Qdiscs the suites put in front of the devices.
 	"sch_fq_codel",
 	"sch_netem",
+	// suites/devmap bursts frames with a tc BPF program on clsact (in sch_ingress).
 	"sch_ingress",
 	"cls_bpf",
-	"act_bpf",
 }
 
 // Module is one loadable module file.
