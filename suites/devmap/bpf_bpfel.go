@@ -43,6 +43,7 @@ type bpfRun struct {
 	_       structs.HostLayout
 	Kind    uint32
 	Frame   uint32
+	Meta    uint32
 	Dest    uint32
 	Prog    uint32
 	Verdict uint32

@@ -90,21 +90,24 @@ func (r *Rig) RunLive(prog *ebpf.Program, frame []byte, frames, batch int) error
 	})
 }
 
-// ProbeLiveFrames runs prog once with BPF_F_TEST_XDP_LIVE_FRAMES; kernels
-// before 5.18 refuse the flag with EINVAL.
+// ProbeLiveFrames runs prog once with BPF_F_TEST_XDP_LIVE_FRAMES and
+// batch_size 1. Kernels before 5.18 either refuse the flag (EINVAL) or, like
+// 5.10, ignore flags for XDP and refuse the unknown batch_size field at the
+// end of union bpf_attr (E2BIG).
 var ProbeLiveFrames = func() func(*ebpf.Program) error {
 	var once sync.Once
 	var result error
 	return func(prog *ebpf.Program) error {
 		once.Do(func() {
 			_, err := prog.Run(&ebpf.RunOptions{
-				Data:   make([]byte, traffic.FrameLen),
-				Repeat: 1,
-				Flags:  unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+				Data:      make([]byte, traffic.FrameLen),
+				Repeat:    1,
+				BatchSize: 1,
+				Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
 			})
 			switch {
-			case errors.Is(err, unix.EINVAL):
-				result = feature.Unsupported("XDP live frames", "BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES returned EINVAL")
+			case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.E2BIG) || errors.Is(err, ebpf.ErrNotSupported):
+				result = feature.Unsupported("XDP live frames", "BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES and batch_size 1 returned %v", err)
 			case err != nil:
 				result = fmt.Errorf("probe BPF_F_TEST_XDP_LIVE_FRAMES: %w", err)
 			}

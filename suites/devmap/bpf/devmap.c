@@ -22,13 +22,15 @@
 #define MAX_BURST 64      // frames one tc burst turns a sent frame into
 #define ETH_P_XMITCHECK 0x88B5
 #define BURST_MARK 0x786d6974
+#define NUMBER_AT 30 // payload offset of the frame number, after traffic.Frame's header
 
 char __license[] SEC("license") = "GPL";
 
 // run is one program run, in the order the runs happened.
 struct run {
 	__u32 kind;    // 'M' or 'D'
-	__u32 frame;   // M: frame number it gave the frame; D: number read from the metadata
+	__u32 frame;   // M: number it gave the frame; D: number read from the frame's payload
+	__u32 meta;    // the number read from the metadata (~0: none); M: what it wrote
 	__u32 dest;    // M: devmap key it redirected to; D: ctx->egress_ifindex
 	__u32 prog;    // D: tag of the devmap program; M: 0
 	__u32 verdict; // M: bpf_redirect_map's return value; D: the program's verdict
@@ -147,8 +149,8 @@ struct {
 	__type(value, __u32);
 } watch SEC(".maps");
 
-static __always_inline void stamp(struct state *st, __u32 kind, __u32 frame, __u32 dest, __u32 prog,
-				  __u32 verdict, __u32 ingress)
+static __always_inline void stamp(struct state *st, __u32 kind, __u32 frame, __u32 meta, __u32 dest,
+				  __u32 prog, __u32 verdict, __u32 ingress)
 {
 	__u32 slot = st->seq & (RUNS - 1);
 	struct run *r = bpf_map_lookup_elem(&runs, &slot);
@@ -158,6 +160,7 @@ static __always_inline void stamp(struct state *st, __u32 kind, __u32 frame, __u
 		return;
 	r->kind = kind;
 	r->frame = frame;
+	r->meta = meta;
 	r->dest = dest;
 	r->prog = prog;
 	r->verdict = verdict;
@@ -175,8 +178,9 @@ static __always_inline int ours(struct xdp_md *ctx)
 	return eth[12] == (ETH_P_XMITCHECK >> 8) && eth[13] == (ETH_P_XMITCHECK & 0xff);
 }
 
-// xdp_main numbers each frame, writes the number into the frame's metadata
-// (bpf_xdp_adjust_meta), logs an M run and redirects to the configured key.
+// xdp_main numbers each frame, writes the number into the frame's payload
+// and into its metadata (bpf_xdp_adjust_meta), logs an M run and redirects
+// to the configured key.
 SEC("xdp")
 int xdp_main(struct xdp_md *ctx)
 {
@@ -190,7 +194,11 @@ int xdp_main(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	if (!ours(ctx))
 		return XDP_PASS;
+	data = (void *)(long)ctx->data;
+	if (data + NUMBER_AT + sizeof(__u32) > (void *)(long)ctx->data_end)
+		return XDP_ABORTED;
 	frame = st->frames++;
+	*(__u32 *)(data + NUMBER_AT) = frame;
 	if (cfg->pattern_len) {
 		idx = frame % cfg->pattern_len;
 		k = bpf_map_lookup_elem(&pattern, &idx);
@@ -209,15 +217,15 @@ int xdp_main(struct xdp_md *ctx)
 		ret = bpf_redirect_map(&devmap_hash, key, cfg->flags);
 	else
 		ret = bpf_redirect_map(&devmap, key, cfg->flags);
-	stamp(st, 'M', frame, key, 0, ret, ctx->ingress_ifindex);
+	stamp(st, 'M', frame, frame, key, 0, ret, ctx->ingress_ifindex);
 	return ret;
 }
 
-// devmap_run logs a D run: the frame number from the metadata (~0 when there
-// is none), the egress device and the program's tag.
+// devmap_run logs a D run: the frame number from the payload and from the
+// metadata (~0 when there is none), the egress device and the program's tag.
 static __always_inline int devmap_run(struct xdp_md *ctx, __u32 tag, int verdict)
 {
-	__u32 zero = 0, frame = ~0U;
+	__u32 zero = 0, frame = ~0U, mframe = ~0U;
 	struct state *st = bpf_map_lookup_elem(&state, &zero);
 	void *data = (void *)(long)ctx->data;
 	void *meta = (void *)(long)ctx->data_meta;
@@ -227,8 +235,10 @@ static __always_inline int devmap_run(struct xdp_md *ctx, __u32 tag, int verdict
 	if (!st)
 		return XDP_ABORTED;
 	if (meta + sizeof(__u32) <= data)
-		frame = *(__u32 *)meta;
-	stamp(st, 'D', frame, ctx->egress_ifindex, tag, verdict, ctx->ingress_ifindex);
+		mframe = *(__u32 *)meta;
+	if (data + NUMBER_AT + sizeof(__u32) <= (void *)(long)ctx->data_end)
+		frame = *(__u32 *)(data + NUMBER_AT);
+	stamp(st, 'D', frame, mframe, ctx->egress_ifindex, tag, verdict, ctx->ingress_ifindex);
 
 	s = bpf_map_lookup_elem(&seen, &sk);
 	if (!s) {
