@@ -75,8 +75,10 @@ func boot(ctx context.Context, qemu string, c qemuConfig, job Job, ir *initramfs
 		return nil, err
 	}
 	defer v.kill()
+	done := make(chan struct{})
+	defer close(done)
 	exitErr := v.supervise(ctx, streams{
-		con: readLines(conR), out: acceptFrames(lnOut), ctl: acceptEvents(lnCtl),
+		con: readLines(conR, done), out: acceptFrames(lnOut, done), ctl: acceptEvents(lnCtl, done),
 		// Once qemu is gone, whoever never connected never will.
 		onExit: func() { lnOut.Close(); lnCtl.Close() },
 	}, job.Timeouts)
@@ -113,6 +115,8 @@ type streams struct {
 func (v *vm) supervise(ctx context.Context, s streams, t Timeouts) error {
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
+	// The boot timeout covers the quiet boot; the idle timeout starts
+	// with the guest's hello.
 	lastAct, lastCon := v.start, v.start
 	var panicAt, exitAt time.Time
 	var exitErr error
@@ -168,7 +172,7 @@ func (v *vm) supervise(ctx context.Context, s streams, t Timeouts) error {
 				}
 			case !v.d.hello && now.Sub(v.start) > t.Boot:
 				v.stop(fmt.Errorf("%w: the guest runner did not start within %v (boot timeout)", ErrCrash, t.Boot))
-			case now.Sub(lastAct) > t.Idle:
+			case v.d.hello && now.Sub(lastAct) > t.Idle:
 				v.stop(fmt.Errorf("%w: no output for %v during %s (idle timeout)", ErrCrash, t.Idle, v.d.running()))
 			case now.Sub(v.start) > t.Overall:
 				v.stop(fmt.Errorf("%w: the run exceeded its overall deadline of %v during %s", ErrCrash, t.Overall, v.d.running()))
@@ -277,16 +281,26 @@ func firstLine(s string) string {
 	return s
 }
 
-// readLines sends r's lines until EOF.
-func readLines(r io.Reader) <-chan string {
+// send passes v on unless done is closed; it tells whether it did.
+func send[T any](ch chan<- T, v T, done <-chan struct{}) bool {
+	select {
+	case ch <- v:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// readLines sends r's lines until EOF or done.
+func readLines(r io.Reader, done <-chan struct{}) <-chan string {
 	ch := make(chan string, 256)
 	go func() {
 		defer close(ch)
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
 			l, err := br.ReadString('\n')
-			if l != "" {
-				ch <- l
+			if l != "" && !send(ch, l, done) {
+				return
 			}
 			if err != nil {
 				return
@@ -299,7 +313,7 @@ func readLines(r io.Reader) <-chan string {
 // acceptFrames accepts one connection and sends the output frames it
 // reads until EOF; a broken frame ends the stream, and the verdict then
 // says what went missing.
-func acceptFrames(ln net.Listener) <-chan guest.Frame {
+func acceptFrames(ln net.Listener, done <-chan struct{}) <-chan guest.Frame {
 	ch := make(chan guest.Frame, 64)
 	go func() {
 		defer close(ch)
@@ -311,17 +325,16 @@ func acceptFrames(ln net.Listener) <-chan guest.Frame {
 		br := bufio.NewReaderSize(c, 64<<10)
 		for {
 			f, err := guest.ReadFrame(br)
-			if err != nil {
+			if err != nil || !send(ch, f, done) {
 				return
 			}
-			ch <- f
 		}
 	}()
 	return ch
 }
 
 // acceptEvents accepts one connection and sends the events it reads.
-func acceptEvents(ln net.Listener) <-chan guest.Event {
+func acceptEvents(ln net.Listener, done <-chan struct{}) <-chan guest.Event {
 	ch := make(chan guest.Event, 64)
 	go func() {
 		defer close(ch)
@@ -337,7 +350,9 @@ func acceptEvents(ln net.Listener) <-chan guest.Event {
 			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 				ev = guest.Event{Ev: guest.EvError, Err: fmt.Sprintf("bad control line %q: %v", sc.Text(), err)}
 			}
-			ch <- ev
+			if !send(ch, ev, done) {
+				return
+			}
 		}
 	}()
 	return ch

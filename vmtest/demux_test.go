@@ -30,6 +30,14 @@ func (r *recorder) Output(b Binary, p []byte) {
 	r.output[b.Name].Write(p)
 }
 
+// out is the output of binary name so far.
+func (r *recorder) out(name string) string {
+	if b := r.output[name]; b != nil {
+		return b.String()
+	}
+	return ""
+}
+
 func (r *recorder) Exit(b Binary, code int) {
 	r.calls = append(r.calls, fmt.Sprintf("exit %s %d", b.Name, code))
 }

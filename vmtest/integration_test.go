@@ -91,6 +91,14 @@ func tinyJob(t testing.TB, mode string, runs ...string) Job {
 	return job
 }
 
+// console is the console tail of out, for failure messages.
+func console(out *Outcome) string {
+	if out == nil {
+		return "(no outcome)"
+	}
+	return strings.Join(out.Console, "\n")
+}
+
 func native(t testing.TB) *Native {
 	init, _ := guestBinaries(t)
 	return NewNative(NativeOptions{Init: init, CacheDir: t.TempDir()})
@@ -100,16 +108,16 @@ func TestNativeRunsBinaries(t *testing.T) {
 	k := bootKernel(t)
 	r := newRecorder()
 	out, err := native(t).Run(context.Background(), k, tinyJob(t, "exit3", "TestGuest", "TestExit3"), r)
-	assert.NilError(t, err, "console: %s", strings.Join(out.Console, "\n"))
+	assert.NilError(t, err, "console: %s", console(out))
 	calls := normalize(r.calls)
 	assert.Assert(t, is.Len(calls, 6), "calls: %q", calls)
 	assert.Check(t, is.Equal(calls[0], "start tiny0"))
 	assert.Check(t, is.Equal(calls[2], "exit tiny0 0"))
 	assert.Check(t, is.Equal(calls[3], "start tiny1"))
 	assert.Check(t, is.Equal(calls[5], "exit tiny1 3"))
-	assert.Check(t, is.Contains(r.output["tiny0"].String(), "hello from the guest, XMITCHECK_TINY=exit3"))
-	assert.Check(t, is.Contains(r.output["tiny0"].String(), "--- PASS: TestGuest"))
-	assert.Check(t, strings.HasSuffix(r.output["tiny1"].String(), "no newline before exit"), "the last bytes before the exit arrive: %q", r.output["tiny1"].String())
+	assert.Check(t, is.Contains(r.out("tiny0"), "hello from the guest, XMITCHECK_TINY=exit3"))
+	assert.Check(t, is.Contains(r.out("tiny0"), "--- PASS: TestGuest"))
+	assert.Check(t, strings.HasSuffix(r.out("tiny1"), "no newline before exit"), "the last bytes before the exit arrive: %q", r.out("tiny1"))
 	assert.Check(t, is.Equal(out.Accel, "tcg"))
 	assert.Check(t, out.BootToFirstTest > 0 && out.BootToFirstTest < out.Total, "boot %v total %v", out.BootToFirstTest, out.Total)
 	assert.Check(t, is.Equal(out.Modules["tun"], ""), "modules: %v", out.Modules)
@@ -126,12 +134,12 @@ func TestNativePanicIsACrash(t *testing.T) {
 	assert.Assert(t, errors.Is(err, ErrCrash), "err: %v", err)
 	assert.Check(t, is.ErrorContains(err, "kernel panic during tiny0: Kernel panic - not syncing: sysrq triggered crash"))
 	assert.Check(t, time.Since(start) < job.Timeouts.Boot+panicGrace+drainGrace, "took %v", time.Since(start))
-	assert.Check(t, is.Contains(r.output["tiny0"].String(), "crashing the kernel"))
+	assert.Check(t, is.Contains(r.out("tiny0"), "crashing the kernel"))
 	assert.Assert(t, len(r.splats) > 0)
 	last := r.splats[len(r.splats)-1]
 	assert.Check(t, is.Equal(last.Kind, KindPanic))
 	assert.Check(t, is.Contains(strings.Join(last.Lines, "\n"), "sysrq_handle_crash"))
-	assert.Check(t, is.Contains(strings.Join(out.Console, "\n"), "Kernel panic"))
+	assert.Check(t, is.Contains(console(out), "Kernel panic"))
 }
 
 func TestNativeHangIsKilledAtIdleTimeout(t *testing.T) {
@@ -144,7 +152,7 @@ func TestNativeHangIsKilledAtIdleTimeout(t *testing.T) {
 	elapsed := time.Since(start)
 	assert.Assert(t, errors.Is(err, ErrCrash), "err: %v", err)
 	assert.Check(t, is.ErrorContains(err, "no output for 5s during tiny0 (idle timeout)"))
-	assert.Check(t, is.Contains(r.output["tiny0"].String(), "about to hang"))
+	assert.Check(t, is.Contains(r.out("tiny0"), "about to hang"))
 	assert.Check(t, !strings.Contains(strings.Join(r.calls, "\n"), "exit tiny0"), "a killed binary has no exit code")
 	assert.Check(t, elapsed < job.Timeouts.Boot+job.Timeouts.Idle+drainGrace+time.Second, "took %v", elapsed)
 }
@@ -158,7 +166,7 @@ func TestNativeMillionLines(t *testing.T) {
 	job.Timeouts.Idle = 30 * time.Second
 	start := time.Now()
 	out, err := native(t).Run(context.Background(), k, job, lines)
-	assert.NilError(t, err, "console: %s", strings.Join(out.Console, "\n"))
+	assert.NilError(t, err, "console: %s", console(out))
 	assert.Check(t, is.Equal(lines.exit, 0))
 	assert.Check(t, is.Equal(lines.n, 1000000), "lines in order: %d; first out of order: %q", lines.n, lines.bad)
 	t.Logf("1e6 lines (%d bytes) in %v, %v after the first test started", lines.bytes, time.Since(start), out.Total-out.BootToFirstTest)
@@ -247,10 +255,10 @@ func TestVngRunsBinary(t *testing.T) {
 	job.Timeouts.Boot = 5 * time.Minute
 	r := newRecorder()
 	out, err := NewVng(VngOptions{Init: init}).Run(context.Background(), k, job, r)
-	assert.NilError(t, err, "console: %s", strings.Join(out.Console, "\n"))
+	assert.NilError(t, err, "console: %s", console(out))
 	assert.Check(t, is.DeepEqual(normalize(r.calls)[0], "start tiny0"))
 	assert.Check(t, is.Contains(r.calls, "exit tiny0 0"))
-	assert.Check(t, is.Contains(r.output["tiny0"].String(), "hello from the guest, XMITCHECK_TINY=vng"))
+	assert.Check(t, is.Contains(r.out("tiny0"), "hello from the guest, XMITCHECK_TINY=vng"))
 	t.Logf("vng: boot to first test %v, total %v", out.BootToFirstTest, out.Total)
 }
 
@@ -269,6 +277,6 @@ func TestHostRunsBinaries(t *testing.T) {
 	assert.Check(t, is.ErrorContains(err, "no output for 2s while running tiny1 (idle timeout)"))
 	assert.Check(t, time.Since(start) < 20*time.Second, "took %v", time.Since(start))
 	assert.Check(t, is.Contains(r.calls, "exit tiny0 0"))
-	assert.Check(t, is.Contains(r.output["tiny0"].String(), "XMITCHECK_TINY=hang"))
-	assert.Check(t, is.Contains(r.output["tiny1"].String(), "about to hang"))
+	assert.Check(t, is.Contains(r.out("tiny0"), "XMITCHECK_TINY=hang"))
+	assert.Check(t, is.Contains(r.out("tiny1"), "about to hang"))
 }

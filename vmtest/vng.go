@@ -54,11 +54,20 @@ func NewVng(opts VngOptions) *Vng {
 
 func (n *Vng) Name() string { return "vng" }
 
-// vngProbeBoot bounds the first vng boot under KVM without a verdict.
-const vngProbeBoot = 30 * time.Second
+const (
+	// vngBoot is the default boot timeout: virtme-ng's init (udev,
+	// systemd-tmpfiles, 9p root) takes 40–55 s under TCG here, more on a
+	// busy host.
+	vngBoot = 5 * time.Minute
+	// vngProbeBoot bounds the first vng boot under KVM without a verdict.
+	vngProbeBoot = 30 * time.Second
+)
 
 // Run boots k through vng and runs job in it.
 func (n *Vng) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*Outcome, error) {
+	if job.Timeouts.Boot == 0 {
+		job.Timeouts.Boot = vngBoot
+	}
 	job = job.withDefaults()
 	if k.Host || k.Vmlinuz == "" {
 		return nil, fmt.Errorf("kernel %s has no image to boot: use the host backend for the running kernel", k.Name)
@@ -137,8 +146,10 @@ func (n *Vng) boot(ctx context.Context, vng, accel string, k *kernels.Kernel, jo
 		return nil, err
 	}
 	defer v.kill()
-	out, ctl := readFrames(stdout)
-	exitErr := v.supervise(ctx, streams{con: readLines(stderr), out: out, ctl: ctl}, job.Timeouts)
+	done := make(chan struct{})
+	defer close(done)
+	out, ctl := readFrames(stdout, done)
+	exitErr := v.supervise(ctx, streams{con: readLines(stderr, done), out: out, ctl: ctl}, job.Timeouts)
 	return v.outcome(accel, missing), v.verdict(exitErr)
 }
 
@@ -211,7 +222,7 @@ func shellQuote(s string) string {
 
 // readFrames splits the runner's framed stdout into the two streams. A
 // broken frame ends both; the verdict then says the job did not finish.
-func readFrames(r io.Reader) (<-chan guest.Frame, <-chan guest.Event) {
+func readFrames(r io.Reader, done <-chan struct{}) (<-chan guest.Frame, <-chan guest.Event) {
 	out := make(chan guest.Frame, 64)
 	ctl := make(chan guest.Event, 64)
 	go func() {
@@ -222,19 +233,23 @@ func readFrames(r io.Reader) (<-chan guest.Frame, <-chan guest.Event) {
 			f, err := guest.ReadFrame(br)
 			if err != nil {
 				if err != io.EOF {
-					ctl <- guest.Event{Ev: guest.EvError, Err: err.Error()}
+					send(ctl, guest.Event{Ev: guest.EvError, Err: err.Error()}, done)
 				}
 				return
 			}
 			if f.Kind == guest.FrameOut {
-				out <- f
+				if !send(out, f, done) {
+					return
+				}
 				continue
 			}
 			var ev guest.Event
 			if err := json.Unmarshal(f.Data, &ev); err != nil {
 				ev = guest.Event{Ev: guest.EvError, Err: fmt.Sprintf("bad control frame %q: %v", f.Data, err)}
 			}
-			ctl <- ev
+			if !send(ctl, ev, done) {
+				return
+			}
 		}
 	}()
 	return out, ctl

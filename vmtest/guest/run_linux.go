@@ -43,6 +43,10 @@ func execBinary(i int, b Binary, env []string, snd sender) (code int, sent int64
 	cmd := exec.Command(b.Path, b.Args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	if os.Getenv("PATH") == "" {
+		// The kernel starts init with HOME and TERM only.
+		cmd.Env = append(cmd.Env, "PATH=/usr/sbin:/usr/bin:/sbin:/bin")
+	}
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
