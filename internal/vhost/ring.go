@@ -103,6 +103,35 @@ func (r *Ring) PostWritable(n int) int {
 	return n
 }
 
+// PostReadable copies frames into free buffers, each behind hdr, for the
+// device to read (a transmit queue) and publishes them with one avail->idx
+// store. It returns how many frames it posted: fewer when buffers run out.
+// A frame that does not fit a buffer is an error and posts nothing.
+func (r *Ring) PostReadable(hdr []byte, frames [][]byte) (int, error) {
+	for _, f := range frames {
+		if size := len(hdr) + len(f); size > r.bufSize {
+			return 0, fmt.Errorf("vhost: a %d-byte frame and header do not fit a %d-byte buffer", size, r.bufSize)
+		}
+	}
+	n := min(len(frames), len(r.free))
+	for i := range n {
+		size := len(hdr) + len(frames[i])
+		id := r.free[len(r.free)-1]
+		r.free = r.free[:len(r.free)-1]
+		r.posted[id] = true
+		off := int(id) * r.bufSize
+		copy(r.bufs[off:], hdr)
+		copy(r.bufs[off+len(hdr):], frames[i])
+		r.writeDesc(id, r.BufAddr(id), uint32(size), 0)
+		binary.LittleEndian.PutUint16(r.mem[r.Avail+4+2*(int(r.next)%r.Num):], id)
+		r.next++
+	}
+	if n > 0 {
+		r.publishAvail()
+	}
+	return n, nil
+}
+
 // writeDesc fills descriptor id: struct vring_desc.
 func (r *Ring) writeDesc(id uint16, addr uint64, length uint32, flags uint16) {
 	d := r.mem[r.Desc+descSize*int(id):]

@@ -1,7 +1,8 @@
 // Package vhost is a userspace vhost-net "guest": it opens /dev/vhost-net,
-// gives it one anonymous memory region and a split virtqueue for RX, attaches
-// a tap as the backend and then plays the guest driver, posting receive
-// buffers at a rate the test controls and reading the used ring. It lets the
+// gives it one anonymous memory region and a split virtqueue each for RX and
+// TX, attaches a tap as the backend and then plays the guest driver, posting
+// receive buffers at a rate the test controls and reading the used ring (and
+// transmitting frames into the tap). It lets the
 // suites drive the vhost-net consumer side of a tap (vhost_net_buf_produce,
 // tun_wake_queue) without a second VM. It knows nothing about tun semantics.
 //

@@ -13,22 +13,23 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
-// Net is one vhost-net device driven from userspace. Its RX virtqueue and
-// receive buffers live in one anonymous mmap, not in the Go heap: the kernel
-// writes there behind the garbage collector's back, and the ring must be
-// page aligned. That mmap is the device's only memory region, mapped 1:1
-// (guest address == userspace address).
+// Net is one vhost-net device driven from userspace. Its two virtqueues
+// and their buffers live in one anonymous mmap, not in the Go heap: the
+// kernel writes there behind the garbage collector's back, and the rings
+// must be page aligned. That mmap is the device's only memory region, mapped
+// 1:1 (guest address == userspace address).
 type Net struct {
-	// RX is the receive virtqueue (tap → guest).
-	RX *Ring
+	// RX is the receive virtqueue (tap → guest), TX the transmit one
+	// (guest → tap).
+	RX, TX *Ring
 
 	fd     int
 	region []byte
-	kick   int // eventfd the guest writes to notify vhost of new buffers
-	call   int // eventfd vhost signals when it has used buffers
+	kick   [2]int // eventfds the guest writes to notify vhost, per queue
+	call   [2]int // eventfds vhost signals when it used buffers, per queue
 }
 
-// Open opens /dev/vhost-net and sets up the RX virtqueue (VHOST_SET_OWNER,
+// Open opens /dev/vhost-net and sets up both virtqueues (VHOST_SET_OWNER,
 // VIRTIO_F_VERSION_1, one memory region, ring addresses, kick and call
 // eventfds). No backend is attached yet: see SetBackend. A kernel without
 // vhost-net gives an error matching feature.ErrNotSupported.
@@ -45,7 +46,7 @@ func Open(cfg Config) (*Net, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/vhost-net: %w (run as root)", err)
 	}
-	n := &Net{fd: fd, kick: -1, call: -1}
+	n := &Net{fd: fd, kick: [2]int{-1, -1}, call: [2]int{-1, -1}}
 	if err := n.setup(l, cfg.BufSize); err != nil {
 		n.Close()
 		return nil, err
@@ -69,8 +70,10 @@ func (n *Net) setup(l Layout, bufSize int) error {
 		return err
 	}
 
-	bufOff := alignUp(l.Size, ringAlign)
-	size := alignUp(bufOff+l.Num*bufSize, ringAlign)
+	// The region: RX ring, TX ring, RX buffers, TX buffers, page aligned.
+	ringSize := alignUp(l.Size, ringAlign)
+	bufsSize := alignUp(l.Num*bufSize, ringAlign)
+	size := 2*ringSize + 2*bufsSize
 	region, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return fmt.Errorf("mmap %d bytes for the guest memory: %w", size, err)
@@ -81,13 +84,28 @@ func (n *Net) setup(l Layout, bufSize int) error {
 	if err := n.ioctl(ioctlSetMemTable, unsafe.Pointer(&mem), "VHOST_SET_MEM_TABLE"); err != nil {
 		return err
 	}
-	r, err := newRing(l, region[:bufOff], region[bufOff:], bufSize, base+uint64(bufOff))
-	if err != nil {
-		return err
+	for _, q := range []int{QueueRX, QueueTX} {
+		ringOff, bufOff := q*ringSize, 2*ringSize+q*bufsSize
+		r, err := newRing(l, region[ringOff:ringOff+ringSize], region[bufOff:bufOff+bufsSize], bufSize, base+uint64(bufOff))
+		if err != nil {
+			return err
+		}
+		if err := n.setupQueue(q, r, base+uint64(ringOff)); err != nil {
+			return err
+		}
+		if q == QueueRX {
+			n.RX = r
+		} else {
+			n.TX = r
+		}
 	}
-	n.RX = r
+	return nil
+}
 
-	st := vringState{Index: QueueRX, Num: uint32(l.Num)}
+// setupQueue tells vhost where virtqueue q lives (ring at guest address
+// addr) and gives it its kick and call eventfds.
+func (n *Net) setupQueue(q int, r *Ring, addr uint64) error {
+	st := vringState{Index: uint32(q), Num: uint32(r.Num)}
 	if err := n.ioctl(ioctlSetVringNum, unsafe.Pointer(&st), "VHOST_SET_VRING_NUM"); err != nil {
 		return err
 	}
@@ -95,31 +113,33 @@ func (n *Net) setup(l Layout, bufSize int) error {
 	if err := n.ioctl(ioctlSetVringBase, unsafe.Pointer(&st), "VHOST_SET_VRING_BASE"); err != nil {
 		return err
 	}
-	addr := vringAddr{
-		Index:         QueueRX,
-		DescUserAddr:  base + uint64(l.Desc),
-		AvailUserAddr: base + uint64(l.Avail),
-		UsedUserAddr:  base + uint64(l.Used),
+	va := vringAddr{
+		Index:         uint32(q),
+		DescUserAddr:  addr + uint64(r.Desc),
+		AvailUserAddr: addr + uint64(r.Avail),
+		UsedUserAddr:  addr + uint64(r.Used),
 	}
-	if err := n.ioctl(ioctlSetVringAddr, unsafe.Pointer(&addr), "VHOST_SET_VRING_ADDR"); err != nil {
+	if err := n.ioctl(ioctlSetVringAddr, unsafe.Pointer(&va), "VHOST_SET_VRING_ADDR"); err != nil {
 		return err
 	}
-	if n.kick, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+	var err error
+	if n.kick[q], err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return fmt.Errorf("eventfd: %w", err)
 	}
-	if n.call, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+	if n.call[q], err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return fmt.Errorf("eventfd: %w", err)
 	}
-	kf := vringFile{Index: QueueRX, FD: int32(n.kick)}
+	kf := vringFile{Index: uint32(q), FD: int32(n.kick[q])}
 	if err := n.ioctl(ioctlSetVringKick, unsafe.Pointer(&kf), "VHOST_SET_VRING_KICK"); err != nil {
 		return err
 	}
-	cf := vringFile{Index: QueueRX, FD: int32(n.call)}
+	cf := vringFile{Index: uint32(q), FD: int32(n.call[q])}
 	return n.ioctl(ioctlSetVringCall, unsafe.Pointer(&cf), "VHOST_SET_VRING_CALL")
 }
 
-// SetBackend attaches a tap queue file as the RX backend
-// (VHOST_NET_SET_BACKEND). vhost takes its own reference to the file.
+// SetBackend attaches a tap queue file as the backend of both virtqueues
+// (VHOST_NET_SET_BACKEND), as qemu does. vhost takes its own reference to
+// the file.
 func (n *Net) SetBackend(tap syscall.Conn) error {
 	rc, err := tap.SyscallConn()
 	if err != nil {
@@ -132,21 +152,27 @@ func (n *Net) SetBackend(tap syscall.Conn) error {
 	return ierr
 }
 
-// DetachBackend detaches the RX backend (VHOST_NET_SET_BACKEND with fd -1):
-// vhost gives the entries it holds back to the tap's ring.
+// DetachBackend detaches the backend of both virtqueues
+// (VHOST_NET_SET_BACKEND with fd -1): vhost gives the entries it holds back
+// to the tap's ring.
 func (n *Net) DetachBackend() error { return n.setBackend(-1) }
 
 func (n *Net) setBackend(fd int32) error {
-	f := vringFile{Index: QueueRX, FD: fd}
-	return n.ioctl(ioctlNetSetBackend, unsafe.Pointer(&f), "VHOST_NET_SET_BACKEND")
+	for _, q := range []uint32{QueueRX, QueueTX} {
+		f := vringFile{Index: q, FD: fd}
+		if err := n.ioctl(ioctlNetSetBackend, unsafe.Pointer(&f), "VHOST_NET_SET_BACKEND"); err != nil {
+			return fmt.Errorf("queue %d: %w", q, err)
+		}
+	}
+	return nil
 }
 
-// Kick tells vhost that new RX buffers are available.
-func (n *Net) Kick() error {
+// kickQueue tells vhost that virtqueue q has new buffers.
+func (n *Net) kickQueue(q int) error {
 	var b [8]byte
 	binary.NativeEndian.PutUint64(b[:], 1)
-	if _, err := unix.Write(n.kick, b[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
-		return fmt.Errorf("kick eventfd: %w", err)
+	if _, err := unix.Write(n.kick[q], b[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
+		return fmt.Errorf("kick eventfd of queue %d: %w", q, err)
 	}
 	return nil
 }
@@ -156,15 +182,33 @@ func (n *Net) Kick() error {
 func (n *Net) Post(k int) (int, error) {
 	posted := n.RX.PostWritable(k)
 	if posted > 0 && n.RX.NeedsKick() {
-		return posted, n.Kick()
+		return posted, n.kickQueue(QueueRX)
 	}
 	return posted, nil
 }
 
-// WaitCall waits at most timeout for vhost to signal the call eventfd and
-// clears it. It reports whether the signal came.
+// Transmit posts frames on the TX virtqueue, each behind a zero virtio-net
+// header (no checksum offload, no GSO), and kicks vhost if it asked for it.
+// It returns how many it posted: fewer when TX buffers run out (see
+// Reclaim).
+func (n *Net) Transmit(frames [][]byte) (int, error) {
+	posted, err := n.TX.PostReadable(make([]byte, HdrLen), frames)
+	if err != nil {
+		return 0, err
+	}
+	if posted > 0 && n.TX.NeedsKick() {
+		return posted, n.kickQueue(QueueTX)
+	}
+	return posted, nil
+}
+
+// Reclaim takes back the TX buffers vhost has sent, and returns how many.
+func (n *Net) Reclaim() (int, error) { return n.TX.Collect(nil) }
+
+// WaitCall waits at most timeout for vhost to signal the RX call eventfd
+// and clears it. It reports whether the signal came.
 func (n *Net) WaitCall(timeout time.Duration) (bool, error) {
-	fds := []unix.PollFd{{Fd: int32(n.call), Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: int32(n.call[QueueRX]), Events: unix.POLLIN}}
 	for {
 		k, err := unix.Poll(fds, int(timeout.Milliseconds()))
 		if errors.Is(err, unix.EINTR) {
@@ -177,7 +221,7 @@ func (n *Net) WaitCall(timeout time.Duration) (bool, error) {
 			return false, nil
 		}
 		var b [8]byte
-		if _, err := unix.Read(n.call, b[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
+		if _, err := unix.Read(n.call[QueueRX], b[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
 			return false, fmt.Errorf("read call eventfd: %w", err)
 		}
 		return true, nil
@@ -193,7 +237,7 @@ func (n *Net) Close() error {
 		errs = append(errs, unix.Close(n.fd))
 		n.fd = -1
 	}
-	for _, fd := range []*int{&n.kick, &n.call} {
+	for _, fd := range []*int{&n.kick[0], &n.kick[1], &n.call[0], &n.call[1]} {
 		if *fd >= 0 {
 			errs = append(errs, unix.Close(*fd))
 			*fd = -1
@@ -202,7 +246,7 @@ func (n *Net) Close() error {
 	if n.region != nil {
 		errs = append(errs, unix.Munmap(n.region))
 		n.region = nil
-		n.RX = nil
+		n.RX, n.TX = nil, nil
 	}
 	return errors.Join(errs...)
 }

@@ -15,6 +15,8 @@
 // it controls):
 //   - TestDelivery: frames arrive in the guest's buffers intact and in order
 //     behind a zero 12-byte virtio-net header (flag off and on).
+//   - TestTransmit: the other direction of the same device (handle_tx):
+//     frames the guest transmits arrive on the tap intact and in order.
 //   - TestStock/NoGuestBuffers: without the flag and without guest buffers,
 //     vhost holds one batch (≤ 64), the ring fills, tun drops the rest.
 //   - TestBackpressure/SlowGuest: with the flag and a qdisc (pfifo,
@@ -37,6 +39,7 @@
 //	test                                   5.10 6.1  6.12 7.2  7.3  host 6.18
 //	TestDelivery/stock_default             pass pass pass pass pass skip
 //	TestDelivery/backpressure_pfifo        skip skip skip skip pass skip
+//	TestTransmit                           pass pass pass pass pass skip
 //	TestStock/NoGuestBuffers               pass pass pass pass pass skip
 //	TestBackpressure/SlowGuest/*           skip skip skip skip pass skip
 //	TestNoStall/DetachWhileStopped         skip skip skip skip pass skip
