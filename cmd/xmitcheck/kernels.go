@@ -19,7 +19,7 @@ func cmdKernels(args []string) error {
 			return usagef("kernels fetch: name at least one kernel (xmitcheck kernels lists them)")
 		}
 		for _, name := range args[1:] {
-			k, err := kernels.Resolve(context.Background(), name, kernels.Options{Progress: progress()})
+			k, err := kernels.Resolve(context.Background(), name, kernels.Options{Progress: progress(), Refresh: true})
 			if err != nil {
 				return err
 			}
