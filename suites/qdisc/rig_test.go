@@ -239,6 +239,9 @@ func (r *rig) snap() (snapshot, error) {
 	if s.q, err = counters.ReadRootQdisc(r.e.Handle, r.dev.Attrs().Name); err != nil {
 		return s, err
 	}
+	if s.q.Requeues, err = rootRequeues(r.e, r.dev.Attrs().Index); err != nil {
+		return s, err
+	}
 	if s.dev, err = counters.ReadLink(r.e.Handle, r.dev.Attrs().Name); err != nil {
 		return s, err
 	}
