@@ -1,6 +1,7 @@
 package devmap
 
 import (
+	"fmt"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -50,16 +51,24 @@ func TestOrdering(t *testing.T) {
 					tr := Traffic{Frames: tc.frames, Batch: tc.batch, Keys: tc.keys}
 
 					assert.NilError(t, d.Push(ctx, tc.frames, tc.batch))
-					got := r.Runs(t)
+					a, tot := settle(ctx, t, r, uint64(tc.frames))
+					assert.Check(t, is.Equal(a.Received, uint64(tc.frames)), "%v; %v", a, tot)
 					want := FlushTime(tr, entries)
+					// The bulk queues flush alike before and after the
+					// seed; their sizes prove the driver really batched.
+					var flushes []string
+					for _, f := range r.Flushes(t) {
+						flushes = append(flushes, fmt.Sprintf("to=%d sent=%d drops=%d", f.ToIfindex, f.Sent, f.Drops))
+					}
+					assert.Check(t, is.DeepEqual(flushes, wantFlushes(want, 1)), "xdp_devmap_xmit events: the driver did not batch as asked")
+
+					got := r.Runs(t)
 					if !Equal(got, want) {
 						if Equal(got, EnqueueTime(tr, entries)) {
 							t.Fatalf("devmap program ran at enqueue time: got %s, want (at flush) %s", Shape(got), Shape(want))
 						}
 						t.Fatalf("run order: got %s, want %s; %s\ngot  %v\nwant %v", Shape(got), Shape(want), FirstDifference(got, want), got, want)
 					}
-					a, tot := settle(ctx, t, r, uint64(tc.frames))
-					assert.Check(t, is.Equal(a.Received, uint64(tc.frames)), "%v; %v", a, tot)
 				})
 			}
 		})

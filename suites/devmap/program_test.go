@@ -75,7 +75,7 @@ func testEgressAndMetadata(t *testing.T, r *Rig, d Driver, hash bool) {
 	// Before seed 004, dev_map_run_prog ran the program on the xdp_buff at
 	// enqueue and marked its metadata invalid first; since, the program runs
 	// on the queued xdp_frame, which carries the metadata.
-	assert.Check(t, is.Equal(metaLost, 0), "devmap program runs that did not see the metadata the main program wrote (bpf_xdp_adjust_meta)")
+	assert.Check(t, is.Equal(metaLost, 0), "devmap program runs that did not see the metadata the main program wrote with bpf_xdp_adjust_meta (before seed 004, dev_map_run_prog invalidated it at enqueue time)")
 	for f := range uint32(frames) {
 		assert.Check(t, is.Equal(dFor[f], 1), "devmap program runs for frame %d", f)
 	}
