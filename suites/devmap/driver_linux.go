@@ -17,16 +17,6 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
-// Driver pushes frames through the rig's main program.
-type Driver interface {
-	// Name names the driver in subtest names.
-	Name() string
-	// Push makes the main program run over frames frames, in batches of
-	// batch frames each closed by one xdp_do_flush, and returns once it
-	// has run for all of them.
-	Push(ctx context.Context, frames, batch int) error
-}
-
 // Drivers are the two ways in: BPF_PROG_TEST_RUN with live frames (5.18+)
 // and real frames on a veth pair (any kernel with native XDP on veth).
 var Drivers = []struct {
@@ -35,18 +25,6 @@ var Drivers = []struct {
 }{
 	{"LiveFrames", NewLiveDriver},
 	{"Veth", NewVethDriver},
-}
-
-// xdpMd is struct xdp_md, the context of an XDP program:
-//
-//	struct xdp_md {
-//		__u32 data; __u32 data_end; __u32 data_meta;
-//		__u32 ingress_ifindex; __u32 rx_queue_index; __u32 egress_ifindex;
-//	};
-type xdpMd struct {
-	Data, DataEnd, DataMeta      uint32
-	IngressIfindex, RxQueueIndex uint32
-	EgressIfindex                uint32
 }
 
 // liveDriver runs xdp_main with BPF_F_TEST_XDP_LIVE_FRAMES: every repetition
@@ -63,8 +41,6 @@ func NewLiveDriver(tb testing.TB, r *Rig) Driver {
 	feature.Require(tb, ProbeLiveFrames(r.Objs.XdpSink))
 	return &liveDriver{r: r, frame: traffic.Frame([6]byte{2, 0, 0, 0, 0, 1}, 1, 0)}
 }
-
-func (d *liveDriver) Name() string { return "LiveFrames" }
 
 func (d *liveDriver) Push(ctx context.Context, frames, batch int) error {
 	return d.r.RunLive(d.r.Objs.XdpMain, d.frame, frames, batch)
@@ -144,8 +120,6 @@ func NewVethDriver(tb testing.TB, r *Rig) Driver {
 	tb.Cleanup(func() { s.Close() })
 	return &vethDriver{r: r, sender: s}
 }
-
-func (d *vethDriver) Name() string { return "Veth" }
 
 func (d *vethDriver) Push(ctx context.Context, frames, batch int) error {
 	if batch > 64 || frames%batch != 0 {

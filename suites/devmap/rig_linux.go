@@ -149,31 +149,27 @@ func (r *Rig) State(tb testing.TB) bpfState {
 	return s
 }
 
-// Runs reads the whole runs log; it fails tb when the log wrapped.
+// Runs reads the whole runs log as the models write it.
 func (r *Rig) Runs(tb testing.TB) []Run {
 	tb.Helper()
-	s := r.State(tb)
-	if s.Seq > r.Objs.Runs.MaxEntries() {
-		tb.Fatalf("runs log wrapped: %d runs logged, room for %d: push fewer frames", s.Seq, r.Objs.Runs.MaxEntries())
-	}
-	out := make([]Run, 0, s.Seq)
-	for i := uint32(0); i < s.Seq; i++ {
-		var br bpfRun
-		if err := r.Objs.Runs.Lookup(i, &br); err != nil {
-			tb.Fatalf("read runs[%d]: %v", i, err)
-		}
+	raw := r.RawRuns(tb)
+	out := make([]Run, 0, len(raw))
+	for _, br := range raw {
 		out = append(out, Run{Kind: byte(br.Kind), Frame: br.Frame, Dev: br.Dest, Prog: br.Prog})
 	}
 	return out
 }
 
-// RawRuns reads the log with every field, for the checks that need the
-// verdicts and the ingress device.
+// RawRuns reads the whole runs log with every field (verdicts, metadata,
+// ingress device); it fails tb when the log wrapped.
 func (r *Rig) RawRuns(tb testing.TB) []bpfRun {
 	tb.Helper()
 	s := r.State(tb)
+	if s.Seq > r.Objs.Runs.MaxEntries() {
+		tb.Fatalf("runs log wrapped: %d runs logged, room for %d: push fewer frames", s.Seq, r.Objs.Runs.MaxEntries())
+	}
 	out := make([]bpfRun, 0, s.Seq)
-	for i := uint32(0); i < min(s.Seq, r.Objs.Runs.MaxEntries()); i++ {
+	for i := uint32(0); i < s.Seq; i++ {
 		var br bpfRun
 		if err := r.Objs.Runs.Lookup(i, &br); err != nil {
 			tb.Fatalf("read runs[%d]: %v", i, err)
