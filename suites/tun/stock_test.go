@@ -68,17 +68,25 @@ func TestClassify(t *testing.T) {
 					res.Sent += r.Sent
 					res.Refused += r.Refused
 				}
-				classify := func(st state) string {
-					switch {
-					case st.Link.TxDropped == extra && st.Q.Qlen == 0:
-						return "taildrop"
-					case st.Link.TxDropped == 0 && st.Q.Qlen > 0 && st.Q.Qlen+st.Q.Drops == extra:
-						return "backpressure"
-					}
-					return ""
+				// Settled: every frame passed the qdisc, sits in it or was
+				// dropped by it (a frame requeued at the stop counts twice,
+				// hence >=), and two samples in a row agree.
+				var prev state
+				settled := te.waitState(t, "frames settled", func(st state) bool {
+					ok := st == prev && (o.limit == 0 || st.Q.Packets+st.Q.Qlen+st.Q.Drops >= uint64(n))
+					prev = st
+					return ok
+				})
+				st := te.holdState(t, "settled counters", func(st state) bool { return st == settled })
+				var got string
+				switch {
+				case st.Link.TxDropped > 0 && st.Q.Qlen == 0:
+					got = "taildrop"
+				case st.Link.TxDropped == 0 && st.Q.Qlen > 0:
+					got = "backpressure"
+				default:
+					got = "mixed"
 				}
-				st := te.waitState(t, "taildrop or backpressure", func(st state) bool { return classify(st) != "" })
-				got := classify(st)
 				want := "taildrop"
 				if flag && offered && o.limit > 0 {
 					want = "backpressure"
