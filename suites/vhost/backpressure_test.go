@@ -77,11 +77,3 @@ func TestBackpressure(t *testing.T) {
 		})
 	}
 }
-
-// mustState reads the tap's state, failing the test if it cannot.
-func (r *rig) mustState() state {
-	r.tb.Helper()
-	s, err := r.state()
-	assert.NilError(r.tb, err)
-	return s
-}

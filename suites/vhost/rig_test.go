@@ -186,6 +186,14 @@ func (r *rig) state() (state, error) {
 	return state{Link: l, Qdisc: q}, err
 }
 
+// mustState reads the tap's state, failing the test if it cannot.
+func (r *rig) mustState() state {
+	r.tb.Helper()
+	s, err := r.state()
+	assert.NilError(r.tb, err)
+	return s
+}
+
 // waitState waits until ok accepts the tap's state, failing the test with
 // the last state seen.
 func (r *rig) waitState(what string, ok func(state) bool) state {

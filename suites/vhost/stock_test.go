@@ -34,7 +34,7 @@ func TestStock(t *testing.T) {
 
 		rv := newReceiver(false)
 		r.collect(r.guests[0], rv, func(rv *receiver) bool { return rv.got >= uint64(held) })
-		st = r.waitState("tun tail-drop", func(state) bool { return true })
+		st = r.mustState()
 		a = account(sent, rv.got, st)
 		assert.Assert(t, a.Balanced(), "%v", a)
 		assert.Equal(t, int64(rv.got), held, "the guest gets exactly what the device held; %v", a)
