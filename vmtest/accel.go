@@ -78,8 +78,9 @@ func writeVerdict(cacheDir, accel string) error {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(p+".tmp", []byte(accel+"\n"), 0o644); err != nil {
+	tmp := fmt.Sprintf("%s.%d.tmp", p, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(accel+"\n"), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(p+".tmp", p)
+	return os.Rename(tmp, p)
 }

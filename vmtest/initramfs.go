@@ -28,6 +28,10 @@ type initramfs struct {
 // writeInitramfs writes the native guest's initramfs as one uncompressed
 // cpio archive: init, the test binaries, the decompressed module closure
 // of job.Modules plus the transport, and the guest's job description.
+//
+// Uncompressed, because under TCG the guest is the slow side: an 11 MB
+// archive unpacked in 0.2–0.8 s here, the same archive gzipped (6.8 MB)
+// in 1.3–2.6 s, and writing 11 MB on the host takes milliseconds.
 func writeInitramfs(w io.Writer, init string, k *kernels.Kernel, job Job) (*initramfs, error) {
 	if err := checkStatic(init); err != nil {
 		return nil, err
