@@ -3,6 +3,7 @@ package tun
 import (
 	"errors"
 	"fmt"
+	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -12,31 +13,41 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
-// fullRingReason returns the value of SKB_DROP_REASON_FULL_RING, read from
-// the running kernel's BTF (the enum is renumbered between releases, so no
-// constant is safe). A kernel without the enum or without that member has
-// no drop reasons for tun and gets a feature.Unsupported error.
-func fullRingReason() (uint32, error) {
+// fullRingReason returns the value of SKB_DROP_REASON_FULL_RING, tun's
+// reason for a frame that found the ring full.
+func fullRingReason() (uint32, error) { return dropReason("SKB_DROP_REASON_FULL_RING") }
+
+// burstDropReason returns the value of SKB_DROP_REASON_QDISC_BURST_DROP:
+// with q->defer_list (7.2+), __dev_xmit_skb() frees a frame before the
+// qdisc when more than net.core.qdisc_max_burst wait on the list. The
+// sender gets ENOBUFS but neither the qdisc nor the device counts it.
+func burstDropReason() (uint32, error) { return dropReason("SKB_DROP_REASON_QDISC_BURST_DROP") }
+
+// dropReason returns the value of the enum skb_drop_reason member name,
+// read from the running kernel's BTF (the enum is renumbered between
+// releases, so no constant is safe). A kernel without the enum or without
+// that member gets a feature.Unsupported error named after the member.
+func dropReason(name string) (uint32, error) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
 		if errors.Is(err, ebpf.ErrNotSupported) {
-			return 0, feature.Unsupported("SKB_DROP_REASON_FULL_RING", "no kernel BTF: %v", err)
+			return 0, feature.Unsupported(name, "no kernel BTF: %v", err)
 		}
 		return 0, fmt.Errorf("load kernel BTF: %w", err)
 	}
 	var e *btf.Enum
 	if err := spec.TypeByName("skb_drop_reason", &e); err != nil {
 		if errors.Is(err, btf.ErrNotFound) {
-			return 0, feature.Unsupported("SKB_DROP_REASON_FULL_RING", "kernel BTF has no enum skb_drop_reason")
+			return 0, feature.Unsupported(name, "kernel BTF has no enum skb_drop_reason")
 		}
 		return 0, fmt.Errorf("kernel BTF enum skb_drop_reason: %w", err)
 	}
 	for _, v := range e.Values {
-		if v.Name == "SKB_DROP_REASON_FULL_RING" {
+		if v.Name == name {
 			return uint32(v.Value), nil
 		}
 	}
-	return 0, feature.Unsupported("SKB_DROP_REASON_FULL_RING", "kernel BTF enum skb_drop_reason has %d members, none FULL_RING", len(e.Values))
+	return 0, feature.Unsupported(name, "kernel BTF enum skb_drop_reason has %d members, not this one", len(e.Values))
 }
 
 // dropWatch counts skb:kfree_skb by reason for one device while attached.
@@ -104,4 +115,47 @@ func nsInode(fd int) (uint64, error) {
 		return 0, fmt.Errorf("fstat netns: %w", err)
 	}
 	return st.Ino, nil
+}
+
+// burstDrops returns a counter of the frames __dev_xmit_skb() freed with
+// QDISC_BURST_DROP on the tap since now. On a kernel without that reason
+// there is no defer list and no such drop, and the counter stays 0.
+func (te *tapEnv) burstDrops(t testing.TB) func() (uint64, error) {
+	t.Helper()
+	reason, err := burstDropReason()
+	if errors.Is(err, feature.ErrNotSupported) {
+		t.Logf("no burst drops to count: %v", err)
+		return func() (uint64, error) { return 0, nil }
+	}
+	if err != nil {
+		t.Fatalf("probe QDISC_BURST_DROP: %v", err)
+	}
+	w, err := watchDrops(te.ifindex, te.nsInode(t))
+	if err != nil {
+		t.Fatalf("count QDISC_BURST_DROP: %v", err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return func() (uint64, error) { return w.count(reason) }
+}
+
+// burstWhy names the frames a ledger's Discarded holds in the races.
+const burstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), refused with ENOBUFS"
+
+// sample is the tap's counters and the burst drops, read together.
+type sample struct {
+	state
+	burst uint64
+}
+
+func (s sample) String() string { return fmt.Sprintf("%v; QDISC_BURST_DROP %d", s.state, s.burst) }
+
+func (te *tapEnv) sampler(burst func() (uint64, error)) func() (sample, error) {
+	return func() (sample, error) {
+		st, err := te.state()
+		if err != nil {
+			return sample{}, err
+		}
+		b, err := burst()
+		return sample{st, b}, err
+	}
 }

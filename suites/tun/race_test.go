@@ -51,6 +51,7 @@ func race(t *testing.T, threads int, flags uint16) {
 		senders[i] = te.sender(t, uint32(i+1))
 	}
 
+	burst := te.burstDrops(t)
 	var sent, read atomic.Uint64
 	ctx, cancel := context.WithTimeout(t.Context(), raceFor)
 	defer cancel()
@@ -118,13 +119,14 @@ watch:
 	}
 
 	total := sent.Load()
-	balanced := func(s state) bool {
-		return s.Q.Qlen == 0 && total == read.Load()+s.Link.TxDropped+s.Q.Drops
+	balanced := func(s sample) bool {
+		return s.Q.Qlen == 0 && total == read.Load()+s.Link.TxDropped+s.Q.Drops+s.burst
 	}
-	st, werr := counters.WaitFor(context.Background(), waitLimit, te.state, balanced)
+	sm, werr := counters.WaitFor(context.Background(), waitLimit, te.sampler(burst), balanced)
 	close(stopRead)
 	assert.NilError(t, <-readErr)
-	l := account(total, int(read.Load()), st, 0)
+	l := account(total, int(read.Load()), sm.state, 0)
+	l.Discarded, l.Why = sm.burst, burstWhy
 	assert.NilError(t, werr, "every frame accounted after the senders stopped; %v", l)
 	assert.Check(t, is.Len(stalls, 0), "the reader stalled: %v", stalls)
 	assert.Assert(t, l.Balanced(), "%v", l)
