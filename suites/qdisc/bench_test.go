@@ -28,8 +28,8 @@ const (
 func BenchmarkContention(b *testing.B) {
 	consumers := []path{
 		{"veth_xdp_fast", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, 0) }},
-		{"veth_xdp_slow", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, consumerSpin) }},
-		paths[1],
+		{"veth_xdp_slow", vethPath.build},
+		tapPath,
 	}
 	for _, c := range consumers {
 		for _, kind := range qdiscs {

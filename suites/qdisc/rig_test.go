@@ -55,13 +55,15 @@ type path struct {
 	build func(tb testing.TB, e *netenv.Env) *rig
 }
 
-var paths = []path{
-	{"veth_xdp", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, consumerSpin) }},
-	{"tap_backpressure", func(tb testing.TB, e *netenv.Env) *rig {
+var (
+	vethPath = path{"veth_xdp", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, consumerSpin) }}
+	tapPath  = path{"tap_backpressure", func(tb testing.TB, e *netenv.Env) *rig {
 		feature.Require(tb, tuntap.ProbeBackpressure())
 		return tapReader(tb, e, tuntap.IFFBackpressure, tapRing)
-	}},
-}
+	}}
+	// paths are the devices every no-stall test runs on.
+	paths = []path{vethPath, tapPath}
+)
 
 // vethXDP builds xq0 <-> xq1 with the stream counter as XDP on xq1: veth
 // then forwards through xq1's NAPI ring (256 entries), and stops xq0's txq
