@@ -12,7 +12,7 @@ import (
 func Main() {
 	if p := os.Getenv(EnvSpec); p != "" {
 		if err := runShared(p); err != nil {
-			fmt.Fprintln(os.Stderr, "xmitcheck guest:", err)
+			logf("%v", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -28,9 +28,10 @@ func Main() {
 	}
 }
 
-// logf prints one line on the console (init's stdout is /dev/console).
+// logf prints one line on stderr: the console for init, the kernel log
+// stream under vng, where stdout carries the frames.
 func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stdout, "xmitcheck guest: "+format+"\n", args...)
+	fmt.Fprintf(os.Stderr, "xmitcheck guest: "+format+"\n", args...)
 }
 
 // initVM is PID 1's work in a native VM: mounts, modules, ports, job.
