@@ -29,6 +29,11 @@
 //     tap steered by stream, each independent of the other.
 //   - TestRace: two senders and a guest consuming ≤ 64 buffers per ms for
 //     2 s: no stall, exact ledger, with the flag tun drops ≤ 1% of sent.
+//     On 7.2+ a locked qdisc (pfifo, fq_codel) with two senders also frees
+//     frames before enqueue when its defer_list is longer than
+//     net.core.qdisc_max_burst (SKB_DROP_REASON_QDISC_BURST_DROP): sendto()
+//     says ENOBUFS, no qdisc counts them, so the suite counts them on
+//     raw_tp/kfree_skb (burst_test.go) and books them as qdisc drops.
 //   - BenchmarkRX: received pps and lost/s, 1 and 2 senders, stock against
 //     the flag with fq_codel (the seed's tap + vhost-net row).
 //
