@@ -52,7 +52,9 @@ func race(t *testing.T, threads int, flags uint16) {
 	}
 
 	burst := te.burstDrops(t)
-	var sent, read atomic.Uint64
+	// polls counts the reader's read attempts (each waits at most 20 ms),
+	// so a window without frames tells a starved reader from an empty ring.
+	var sent, read, polls atomic.Uint64
 	ctx, cancel := context.WithTimeout(t.Context(), raceFor)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -81,6 +83,7 @@ func race(t *testing.T, threads int, flags uint16) {
 			default:
 			}
 			n, err := r.Read(1, 20*time.Millisecond)
+			polls.Add(1)
 			read.Add(uint64(n))
 			if err != nil {
 				readErr <- err
@@ -96,7 +99,7 @@ func race(t *testing.T, threads int, flags uint16) {
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	var stalls []string
-	var lastDelivered, lastSent uint64
+	var lastDelivered, lastSent, lastPolls uint64
 watch:
 	for {
 		select {
@@ -105,11 +108,12 @@ watch:
 		case <-tick.C:
 			st, err := te.state()
 			assert.NilError(t, err)
-			nowSent := sent.Load()
+			nowSent, nowPolls := sent.Load(), polls.Load()
 			if st.Link.TxPackets == lastDelivered && nowSent > lastSent {
-				stalls = append(stalls, fmt.Sprintf("no frame delivered in %v while %d were sent: %v", progressEvery, nowSent-lastSent, st))
+				stalls = append(stalls, fmt.Sprintf("no frame delivered in %v while %d were sent and the reader polled %d times: %v",
+					progressEvery, nowSent-lastSent, nowPolls-lastPolls, st))
 			}
-			lastDelivered, lastSent = st.Link.TxPackets, nowSent
+			lastDelivered, lastSent, lastPolls = st.Link.TxPackets, nowSent, nowPolls
 		}
 	}
 	wg.Wait()
