@@ -38,8 +38,13 @@
 //     the flag with fq_codel (the seed's tap + vhost-net row).
 //
 // Expected verdicts (vhost-net is a module on every Debian kernel; this
-// machine's own 6.18 has none, so every test skips there with "kernel lacks
-// vhost-net (open /dev/vhost-net: no such file or directory)"):
+// machine's own 6.18 has none, so every test skips there, with "kernel lacks
+// vhost-net (open /dev/vhost-net: no such file or directory)", or first
+// "kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)" for the
+// backpressure variants, the reason they skip on 5.10–7.2 too). Checked on
+// 6.1, 6.12, 7.2 and 7.3 with `xmitcheck run` (native backend) and vng.
+// "default" is the guest's net.core.default_qdisc (pfifo_fast, or fq_codel
+// where the init sets it):
 //
 //	test                                   5.10 6.1  6.12 7.2  7.3  host 6.18
 //	TestDelivery/stock_default             pass pass pass pass pass skip
