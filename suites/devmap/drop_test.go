@@ -42,7 +42,7 @@ func TestDevmapDrop(t *testing.T) {
 			assert.Check(t, is.Equal(a.Received, uint64(0)), "%v; %v", a, tot)
 			assert.Check(t, is.Equal(tot.Drops, uint64(frames)), "%v; %v", a, tot)
 			after := []string{r.LinkStats(t, r.Dst[0]).String(), r.LinkStats(t, r.Sink[0]).String()}
-			assert.Check(t, is.DeepEqual(after, before), "a0 and a0p stats64 must not see the dropped frames")
+			assert.Check(t, is.DeepEqual(after, before), "a0 and a0p stats64 must not see the dropped frames; %v; %v", a, tot)
 		})
 	})
 }

@@ -60,7 +60,7 @@ func TestOrdering(t *testing.T) {
 					for _, f := range r.Flushes(t) {
 						flushes = append(flushes, fmt.Sprintf("to=%d sent=%d drops=%d", f.ToIfindex, f.Sent, f.Drops))
 					}
-					assert.Check(t, is.DeepEqual(flushes, wantFlushes(want, 1)), "xdp_devmap_xmit events: the driver did not batch as asked")
+					assert.Check(t, is.DeepEqual(flushes, wantFlushes(want, 1)), "xdp_devmap_xmit events: the driver did not batch as asked; %v; %v", a, tot)
 
 					got := r.Runs(t)
 					if !Equal(got, want) {
