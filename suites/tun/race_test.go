@@ -2,17 +2,20 @@ package tun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
 
 const (
@@ -93,12 +96,13 @@ func race(t *testing.T, threads int, flags uint16) {
 	}()
 
 	// Progress is what the kernel delivered to the reader (tun counts
-	// tx_packets in read()); a window without it while the senders got
-	// frames out is a stall. A window where the senders did not run either
-	// is a starved guest, not a stalled queue.
+	// tx_packets in read()). A window without it while the senders sent
+	// is checked with a read of our own: a frame means the reader was
+	// starved of CPU (the frame is counted as read), EAGAIN with a qdisc
+	// backlog means the queue is stopped over an empty ring, a stall.
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
-	var stalls []string
+	var stalls, starved []string
 	var lastDelivered, lastSent, lastPolls uint64
 watch:
 	for {
@@ -110,11 +114,23 @@ watch:
 			assert.NilError(t, err)
 			nowSent, nowPolls := sent.Load(), polls.Load()
 			if st.Link.TxPackets == lastDelivered && nowSent > lastSent {
-				stalls = append(stalls, fmt.Sprintf("no frame delivered in %v while %d were sent and the reader polled %d times: %v",
-					progressEvery, nowSent-lastSent, nowPolls-lastPolls, st))
+				what := fmt.Sprintf("no frame delivered in %v while %d were sent and the reader polled %d times: %v",
+					progressEvery, nowSent-lastSent, nowPolls-lastPolls, st)
+				got, err := probeRead(te.dev)
+				assert.NilError(t, err)
+				read.Add(uint64(got))
+				switch {
+				case got > 0:
+					starved = append(starved, what)
+				case st.Q.Qlen > 0:
+					stalls = append(stalls, what+"; a read of our own found the ring empty")
+				}
 			}
 			lastDelivered, lastSent, lastPolls = st.Link.TxPackets, nowSent, nowPolls
 		}
+	}
+	if len(starved) > 0 {
+		t.Logf("the reader was starved of CPU (a read of our own got a frame) %d times, first: %s", len(starved), starved[0])
 	}
 	wg.Wait()
 	close(sendErr)
@@ -143,4 +159,29 @@ watch:
 		assert.Check(t, l.DeviceDrops <= budget, "tun drops %d > budget %d (%.1f %% of %d sent); %v",
 			l.DeviceDrops, budget, 100*dropBudget, total, l)
 	}
+}
+
+// probeRead reads one frame from d without waiting: 1 if there was one,
+// 0 if the ring was empty.
+func probeRead(d *tuntap.Device) (int, error) {
+	rc, err := d.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 2048)
+	var n int
+	var rerr error
+	if err := rc.Control(func(fd uintptr) { n, rerr = unix.Read(int(fd), buf) }); err != nil {
+		return 0, err
+	}
+	if errors.Is(rerr, unix.EAGAIN) {
+		return 0, nil
+	}
+	if rerr != nil {
+		return 0, fmt.Errorf("read %s: %w", d.Name, rerr)
+	}
+	if _, _, err := traffic.Parse(buf[:n]); err != nil {
+		return 0, err
+	}
+	return 1, nil
 }
