@@ -30,23 +30,29 @@
 //	TestSameDevice               two entries on one device with different programs (known issue)
 //	BenchmarkRedirect            redirect pps, Native vs Native + 2nd xdp_prog (the seed's table)
 //
-// Expected verdicts (driver in brackets; skips are decided by probes:
-// live frames by a BPF_PROG_TEST_RUN with the flag, BPF_F_BROADCAST by
-// bpf_redirect_map's return value in a test run):
+// Expected verdicts, as measured (subtests per driver: live frames, veth).
+// Skips are decided by probes and say which: live frames by a
+// BPF_PROG_TEST_RUN with the flag and batch_size 1, BPF_F_BROADCAST by
+// bpf_redirect_map's return value in a test run.
 //
-//	kernel          Ordering     Program      Drop         Broadcast    Lifecycle  SameDevice
-//	debian:5.10     FAIL [veth]  FAIL [veth]  FAIL [veth]  skip         pass       pass
-//	debian:6.1–7.3  pass         pass         pass         pass         pass       XFAIL
-//	host 6.18       pass         pass         pass         pass         pass       XFAIL
+//	kernel       Ordering      Program       Drop          Broadcast            Lifecycle   SameDevice
+//	debian:5.10  FAIL (veth)   FAIL (veth)   FAIL (veth)   skip (no flag)       pass (veth) pass (veth)
+//	debian:6.1   pass          pass          pass          XFAIL live, pass veth pass       XFAIL
+//	debian:6.12  pass          pass          pass          pass                 pass        XFAIL
+//	debian:7.2   pass          pass          pass          pass                 pass        XFAIL
+//	debian:7.3   pass          pass          pass          pass                 pass        XFAIL
+//	host 6.18    pass          pass          pass          pass                 pass        XFAIL
 //
 // On 5.10 (no seed) the live-frames subtests skip and the veth ones carry the
-// ordering test, which fails with "devmap program ran at enqueue time"; the
-// devmap program sees no metadata there (dev_map_run_prog invalidates it) and
-// its drops never reach xdp_devmap_xmit, so those two fail as well, and
-// broadcast skips (the flag arrived in 5.14). Two entries on one device
-// running one program for the whole bulk is reported as an expected failure
-// (XFAIL skip, see KnownIssues): it contradicts the seed's per-entry
-// semantics on every kernel that has the seed.
+// tests: ordering fails with "devmap program ran at enqueue time" (the
+// batch-1 control passes), the devmap program sees no metadata
+// (dev_map_run_prog invalidates it) and its drops never reach
+// xdp_devmap_xmit. An XFAIL is a skip whose reason starts with "XFAIL", given
+// only when the exact documented defect is observed (KnownIssues): two
+// entries on one device run one program for the whole bulk, against the
+// seed's per-entry semantics, on every kernel with the seed; and 6.1's
+// live-frames runner misplaces the xdp_frame, so broadcast copies made by
+// xdpf_clone are shifted (the veth driver carries broadcast there).
 //
 // Building needs no clang: bpf_bpfel.go and bpf_bpfel.o are generated and
 // committed. `go generate ./suites/devmap` regenerates them with cilium/ebpf's
