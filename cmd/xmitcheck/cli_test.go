@@ -42,7 +42,7 @@ func xc(t *testing.T, env []string, cred *syscall.Credential, args ...string) (i
 	cmd.Dir = t.TempDir()
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		os.Chmod(cmd.Dir, 0o777)
+		cmd.Dir = "/" // t.TempDir's parents are closed to other users
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
