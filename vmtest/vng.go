@@ -133,16 +133,25 @@ func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec string) []stri
 func (n *Vng) boot(ctx context.Context, vng, accel string, k *kernels.Kernel, job Job, spec string, missing []string, sink Sink, probe bool) (*Outcome, error) {
 	cmd := exec.Command(vng, vngArgs(k, accel, job, filepath.Join(filepath.Dir(spec), "xmitcheck"), spec)...)
 	cmd.Dir = filepath.Dir(spec)
-	stdout, err := cmd.StdoutPipe()
+	// Pipes of our own: exec's StdoutPipe would be closed by the Wait
+	// that runs beside the readers.
+	stdout, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := cmd.StderrPipe()
+	defer stdout.Close()
+	stderr, errW, err := os.Pipe()
 	if err != nil {
+		outW.Close()
 		return nil, err
 	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = outW, errW
 	v := newVM(cmd, sink, job, probe)
-	if err := v.startCmd(); err != nil {
+	err = v.startCmd()
+	outW.Close()
+	errW.Close()
+	if err != nil {
 		return nil, err
 	}
 	defer v.kill()
