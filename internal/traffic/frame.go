@@ -33,6 +33,12 @@ func Frame(src [6]byte, stream uint32, seq uint64) []byte {
 	return b
 }
 
+// SourceMAC is the locally administered source address a Sender of stream
+// puts in its frames.
+func SourceMAC(stream uint32) [6]byte {
+	return [6]byte{0x02, 0x78, 0x6d, 0, byte(stream >> 8), byte(stream)}
+}
+
 // ErrNotOurs is returned by Parse for a frame xmitcheck did not build.
 var ErrNotOurs = errors.New("not an xmitcheck frame")
 

@@ -21,9 +21,12 @@ type Sender struct {
 type Result struct {
 	// Sent frames were accepted by the kernel.
 	Sent uint64
-	// Refused frames got ENOBUFS: the qdisc dropped them on enqueue
-	// (net_xmit_errno(NET_XMIT_DROP)), so the qdisc's drop counter has them
-	// too. A test's total sent is Sent + Refused.
+	// Refused frames got ENOBUFS: the kernel dropped them in
+	// dev_queue_xmit. Which counter has them depends on where: the qdisc's
+	// drops (NET_XMIT_DROP on enqueue), the device's tx_dropped (noqueue), or
+	// none at all on 7.2+ when __dev_xmit_skb frees a burst beyond
+	// net.core.qdisc_max_burst (SKB_DROP_REASON_QDISC_BURST_DROP). A test's
+	// total sent is Sent + Refused.
 	Refused uint64
 }
 
@@ -44,8 +47,7 @@ func NewSender(ifindex int, stream uint32) (*Sender, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("bind AF_PACKET to ifindex %d: %w", ifindex, err)
 	}
-	s := &Sender{fd: fd, ifindex: ifindex, stream: stream, src: [6]byte{0x02, 0x78, 0x6d, 0, byte(stream >> 8), byte(stream)}}
-	return s, nil
+	return &Sender{fd: fd, ifindex: ifindex, stream: stream, src: SourceMAC(stream)}, nil
 }
 
 // Send sends n frames with consecutive sequence numbers, one sendto each,

@@ -54,7 +54,7 @@ func TestTransmit(t *testing.T) {
 	g := r.guests[0]
 	var frames [][]byte
 	for i := range n {
-		frames = append(frames, traffic.Frame(senderMAC(9), 9, uint64(i)))
+		frames = append(frames, traffic.Frame(traffic.SourceMAC(9), 9, uint64(i)))
 	}
 	posted, err := g.Transmit(frames)
 	assert.NilError(t, err)

@@ -268,7 +268,7 @@ func (rv *receiver) check(data []byte) {
 		rv.first = fmt.Errorf("frame %d: %w: % x", rv.got, err, frame)
 		return
 	}
-	if want := traffic.Frame(senderMAC(stream), stream, seq); !bytes.Equal(frame, want) {
+	if want := traffic.Frame(traffic.SourceMAC(stream), stream, seq); !bytes.Equal(frame, want) {
 		rv.first = fmt.Errorf("frame %d (stream %d seq %d) corrupted:\n got % x\nwant % x", rv.got, stream, seq, frame, want)
 		return
 	}
@@ -280,11 +280,6 @@ func (rv *receiver) check(data []byte) {
 	if rv.rec && stream == 0 {
 		rv.seqs = append(rv.seqs, seq)
 	}
-}
-
-// senderMAC is the source address traffic.Sender puts in stream's frames.
-func senderMAC(stream uint32) [6]byte {
-	return [6]byte{0x02, 0x78, 0x6d, 0, byte(stream >> 8), byte(stream)}
 }
 
 // collect takes what guest g has received, reposting every buffer it
