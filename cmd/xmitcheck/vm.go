@@ -33,9 +33,9 @@ func (v *vmFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&v.accel, "accel", "auto", "qemu acceleration: auto (KVM where it works, else TCG), kvm or tcg")
 	fs.IntVar(&v.cpus, "cpus", 2, "guest vCPUs")
 	fs.IntVar(&v.memoryMB, "memory", 1024, "guest memory in MiB")
-	fs.DurationVar(&v.boot, "boot-timeout", 60*time.Second, "longest time from qemu start to the guest's first word")
-	fs.DurationVar(&v.idle, "idle-timeout", 120*time.Second, "longest time without any output before the run counts as hung")
-	fs.DurationVar(&v.overall, "timeout", 30*time.Minute, "longest time for one kernel's whole run")
+	fs.DurationVar(&v.boot, "boot-timeout", 0, "longest time from qemu start to the guest's first word (0: the backend's, 60s native, 5m vng)")
+	fs.DurationVar(&v.idle, "idle-timeout", 0, "longest time without any output before the run counts as hung (0: 2m)")
+	fs.DurationVar(&v.overall, "timeout", 0, "longest time for one kernel's whole run (0: 30m)")
 }
 
 func (v *vmFlags) check() error {
