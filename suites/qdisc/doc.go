@@ -51,6 +51,11 @@
 //	host 6.18   absent      pass            skip                      skip (not built)
 //
 // TestDeferList fails where a kernel expected to have defer_list (7.2, 7.3)
-// lacks it. Run it as root: go test ./suites/qdisc -v -count=1, or in a VM
-// with the tun and sch_fq_codel modules loaded and XMITCHECK_KERNEL set.
+// lacks it.
+//
+// Running: as root on this machine, go test ./suites/qdisc -v -count=1; on a
+// catalog kernel, go run ./cmd/xmitcheck run --kernel debian:7.3
+// ./suites/qdisc (the runner loads tun and sch_fq_codel and sets
+// XMITCHECK_KERNEL). Benchmarks with a fixed frame count, so that a slow
+// guest stays bounded: -test.run '^$' -test.bench . -test.benchtime 20000x.
 package qdisc
