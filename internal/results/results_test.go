@@ -29,6 +29,11 @@ func sample() *Run {
 		{Action: "output", Package: pkg, Test: "TestFlag", Output: "    flag_test.go:12: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)\n"},
 		{Action: "output", Package: pkg, Test: "TestFlag", Output: "--- SKIP: TestFlag (0.00s)\n"},
 		{Action: "skip", Package: pkg, Test: "TestFlag"},
+		{Action: "run", Package: pkg, Test: "TestKnown"},
+		{Action: "run", Package: pkg, Test: "TestKnown/SameDevice"},
+		{Action: "output", Package: pkg, Test: "TestKnown/SameDevice", Output: "    same_test.go:9: XFAIL known kernel issue: one program per bulk\n"},
+		{Action: "skip", Package: pkg, Test: "TestKnown/SameDevice"},
+		{Action: "skip", Package: pkg, Test: "TestKnown"},
 		{Action: "run", Package: pkg, Test: "TestWake"},
 		{Action: "run", Package: pkg, Test: "TestWake/Half"},
 		{Action: "pass", Package: pkg, Test: "TestWake/Half"},
@@ -51,7 +56,7 @@ func TestCounts(t *testing.T) {
 	p, f, s := r.Counts()
 	assert.Check(t, is.Equal(p, 2), "TestStock, TestWake/Half")
 	assert.Check(t, is.Equal(f, 2), "TestWake/Drain, TestRace (splat)")
-	assert.Check(t, is.Equal(s, 1))
+	assert.Check(t, is.Equal(s, 2))
 	assert.Check(t, r.Failed())
 }
 
@@ -88,6 +93,8 @@ func TestKTAP(t *testing.T) {
 		"        ok 2 TestFlag # SKIP kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)\n",
 		"            # wake_test.go:40: backlog 12 # want 0\n",
 		"            not ok 2 Drain\n",
+		"            ok 1 SameDevice # XFAIL known kernel issue: one program per bulk\n",
+		"        ok 3 TestKnown # SKIP all subtests skipped\n",
 		"        # kernel WARNING:\n",
 		"    not ok 1 suites/tun\n",
 		"not ok 1 debian:7.3 (7.3.4-1)\n",
@@ -100,7 +107,7 @@ func TestKTAP(t *testing.T) {
 var (
 	versionRE = regexp.MustCompile(`^(KTAP version 1|TAP version 1[34])$`)
 	planRE    = regexp.MustCompile(`^1\.\.(\d+)$`)
-	resultRE  = regexp.MustCompile(`^(not )?ok (\d+) [^#]*( # (SKIP|TODO).*)?$`)
+	resultRE  = regexp.MustCompile(`^(not )?ok (\d+) [^#]*( # (SKIP|TODO|XFAIL).*)?$`)
 )
 
 // checkKTAP validates the structure KTAP version 1 requires: every block
@@ -147,16 +154,16 @@ func TestJUnit(t *testing.T) {
 	assert.NilError(t, xml.Unmarshal(b.Bytes(), &got))
 	assert.Assert(t, is.Len(got.Suites, 1))
 	s := got.Suites[0]
-	assert.Check(t, is.Equal(s.Tests, 5))
+	assert.Check(t, is.Equal(s.Tests, 6))
 	assert.Check(t, is.Equal(s.Failures, 2))
-	assert.Check(t, is.Equal(s.Skipped, 1))
-	assert.Check(t, is.Equal(s.Cases[2].Name, "TestWake/Half"))
+	assert.Check(t, is.Equal(s.Skipped, 2))
+	assert.Check(t, is.Equal(s.Cases[3].Name, "TestWake/Half"))
 }
 
 func TestSummaryClosingLine(t *testing.T) {
 	var b bytes.Buffer
 	WriteSummary(&b, []*Run{sample()})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	assert.Equal(t, lines[len(lines)-1], "2 passed, 2 failed, 1 skipped")
+	assert.Equal(t, lines[len(lines)-1], "2 passed, 2 failed, 2 skipped")
 	assert.Check(t, is.Contains(b.String(), "--- FAIL: debian:7.3 (7.3.4-1) suites/tun.TestRace\n"))
 }
