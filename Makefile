@@ -34,6 +34,10 @@ unit:
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@if command -v clang >/dev/null; then \
+		$(GO) generate ./... && git diff --exit-code --stat -- '*.o' '*_bpfel*.go' \
+		|| { echo "check: committed BPF objects differ from a fresh go generate"; exit 1; }; \
+	else echo "check: no clang, BPF objects not regenerated"; fi
 
 bench: deps build
 	./xmitcheck bench boot --kernel $(KERNEL) --all-backends -n 5

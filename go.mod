@@ -12,3 +12,5 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 )
+
+tool github.com/cilium/ebpf/cmd/bpf2go

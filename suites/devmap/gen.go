@@ -6,4 +6,4 @@ package devmap
 // llvm packages) and libbpf's headers (libbpf-dev) and <linux/bpf.h>
 // (linux-libc-dev).
 //
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -tags linux -target bpfel bpf bpf/devmap.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall -Werror
+//go:generate go tool bpf2go -tags linux -target bpfel bpf bpf/devmap.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall -Werror

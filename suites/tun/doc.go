@@ -54,4 +54,4 @@
 // table in seed 000.
 package tun
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -output-suffix _test -target bpfel dropreason dropreason.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall
+//go:generate go tool bpf2go -output-suffix _test -target bpfel dropreason dropreason.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall
