@@ -7,7 +7,7 @@ GO      ?= go
 KERNEL  ?= debian:7.3
 export CGO_ENABLED := 0
 
-.PHONY: all build deps run test unit check bench clean
+.PHONY: all build deps run test unit check bench discriminate clean
 
 all: build
 
@@ -21,11 +21,22 @@ deps:
 run: deps build
 	./xmitcheck run --kernel $(KERNEL) --ktap xmitcheck.ktap ./suites/...
 
-# Static checks, unit tests, the suites on this machine's kernel, and the
-# integration tests that boot Debian kernels under qemu (native and vng).
+# Static checks, unit tests, the suites on this machine's kernel, the
+# integration tests that boot Debian kernels under qemu (native and vng),
+# every suite on a kernel without seed 000 (6.12) and one with it (7.3),
+# and the proof that a suite fails where its patch is missing.
 test: deps build check
 	$(GO) test -count=1 -timeout 40m ./...
 	./xmitcheck run --kernel debian:6.12 --kernel debian:7.3 --ktap xmitcheck.ktap --junit xmitcheck.junit.xml ./suites/...
+	$(MAKE) discriminate
+
+# Seed 004 is not in 5.10 (its devmap programs run at enqueue): the
+# ordering test must fail there, and say why.
+discriminate: build
+	@rc=0; ./xmitcheck run --kernel debian:5.10 -run '^TestOrdering$$' ./suites/devmap >discriminate.log 2>&1 || rc=$$?; \
+	if [ $$rc -ne 1 ] || ! grep -q "devmap program ran at enqueue time" discriminate.log; then \
+		cat discriminate.log; echo "discriminate: want exit 1 and 'devmap program ran at enqueue time' on debian:5.10, got exit $$rc"; exit 1; fi; \
+	echo "discriminate: TestOrdering fails on debian:5.10 (devmap program ran at enqueue time), as it must"
 
 # Unit tests only: no root, no VM, no network.
 unit:
@@ -43,4 +54,4 @@ bench: deps build
 	./xmitcheck bench boot --kernel $(KERNEL) --all-backends -n 5
 
 clean:
-	rm -f xmitcheck xmitcheck.ktap xmitcheck.junit.xml
+	rm -f xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log
