@@ -166,4 +166,15 @@ func TestSummaryClosingLine(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	assert.Equal(t, lines[len(lines)-1], "2 passed, 2 failed, 2 skipped")
 	assert.Check(t, is.Contains(b.String(), "--- FAIL: debian:7.3 (7.3.4-1) suites/tun.TestRace\n"))
+	assert.Check(t, !strings.Contains(b.String(), "the test binary itself"), "a binary with failing tests is not reported again")
+
+	r := NewRun("host")
+	r.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
+	r.Add(Event{Action: "pass", Package: pkg, Test: "TestA"})
+	r.Add(Event{Action: "output", Package: pkg, Output: "testmain: FAIL: tests leaked 1 file descriptors\n"})
+	r.Add(Event{Action: "fail", Package: pkg})
+	b.Reset()
+	WriteSummary(&b, []*Run{r})
+	assert.Check(t, is.Contains(b.String(), "--- FAIL: host suites/tun (the test binary itself)\n    testmain: FAIL"))
+	assert.Check(t, is.Contains(b.String(), "1 passed, 1 failed, 0 skipped\n"))
 }

@@ -14,10 +14,14 @@ func WriteSummary(w io.Writer, runs []*Run) {
 		p, f, s := r.Counts()
 		tp, tf, ts = tp+p, tf+f, ts+s
 		for _, t := range r.Tests {
-			if t.Status != Fail || r.hasChildren(t) {
+			if t.Status != Fail || r.hasChildren(t) || (t.Name == "" && r.anyFailed(t.Package)) {
 				continue
 			}
-			fmt.Fprintf(w, "--- FAIL: %s %s.%s\n", r.Kernel, shortPackage(t.Package), t.Name)
+			name := shortPackage(t.Package) + "." + t.Name
+			if t.Name == "" {
+				name = shortPackage(t.Package) + " (the test binary itself)"
+			}
+			fmt.Fprintf(w, "--- FAIL: %s %s\n", r.Kernel, name)
 			for _, l := range append(t.Output, t.Kernel...) {
 				fmt.Fprintf(w, "    %s\n", l)
 			}
