@@ -45,7 +45,7 @@ func TestSenderToTap(t *testing.T) {
 	assert.NilError(t, err)
 	st, err := counters.ReadLink(e.Handle, "xtap0")
 	assert.NilError(t, err)
-	q, err := counters.ReadRootQdisc(e.Handle, "xtap0")
+	q, err := counters.ReadRootQdisc(e, "xtap0")
 	assert.NilError(t, err)
 	a := counters.Accounting{Sent: res.Sent + res.Refused, Received: uint64(got), DeviceDrops: st.TxDropped, QdiscDrops: q.Drops, QdiscBacklog: q.Qlen}
 	assert.Equal(t, q.Drops, res.Refused, "qdisc drops are the sends refused with ENOBUFS")

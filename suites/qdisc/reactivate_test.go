@@ -44,7 +44,7 @@ var reactivations = []reactivation{
 		// which deactivates the device's queues and activates them again.
 		r.setQdisc(t, "bfifo")
 		_, err := counters.WaitFor(t.Context(), resumeTimeout, func() (counters.Qdisc, error) {
-			return counters.ReadRootQdisc(r.e.Handle, r.dev.Attrs().Name)
+			return counters.ReadRootQdisc(r.e, r.dev.Attrs().Name)
 		}, func(q counters.Qdisc) bool { return q.Kind == "bfifo" && q.Packets+q.Drops > 0 })
 		assert.NilError(t, err, "no frame went through the bfifo that replaced pfifo")
 		r.setQdisc(t, "pfifo")
@@ -83,7 +83,7 @@ func TestReactivate(t *testing.T) {
 				_, err := l.stop()
 				assert.NilError(t, err)
 				q, err := counters.WaitFor(ctx, settleTimeout, func() (counters.Qdisc, error) {
-					return counters.ReadRootQdisc(e.Handle, r.dev.Attrs().Name)
+					return counters.ReadRootQdisc(e, r.dev.Attrs().Name)
 				}, func(q counters.Qdisc) bool { return q.Qlen == 0 })
 				assert.NilError(t, err, "backlog stranded in the reactivated qdisc")
 				t.Logf("after %d cycles of %s: %v; %d sends met ENETDOWN", cycles, act.name, q, l.down.Load())

@@ -238,10 +238,7 @@ func (r *rig) snap() (snapshot, error) {
 			return s, err
 		}
 	}
-	if s.q, err = counters.ReadRootQdisc(r.e.Handle, r.dev.Attrs().Name); err != nil {
-		return s, err
-	}
-	if s.q.Requeues, err = rootRequeues(r.e, r.dev.Attrs().Index); err != nil {
+	if s.q, err = counters.ReadRootQdisc(r.e, r.dev.Attrs().Name); err != nil {
 		return s, err
 	}
 	if s.dev, err = counters.ReadLink(r.e.Handle, r.dev.Attrs().Name); err != nil {

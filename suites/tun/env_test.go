@@ -157,7 +157,7 @@ func (te *tapEnv) state() (state, error) {
 	if te.opts.limit == 0 && te.opts.root == "" {
 		return s, nil
 	}
-	s.Q, err = counters.ReadRootQdisc(te.e.Handle, tapName)
+	s.Q, err = counters.ReadRootQdisc(te.e, tapName)
 	return s, err
 }
 

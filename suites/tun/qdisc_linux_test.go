@@ -59,30 +59,7 @@ func (te *tapEnv) fqCodel(l netlink.Link) error {
 
 // queueQdisc returns the stats of the child qdisc of tx queue i under mq 1:.
 func (te *tapEnv) queueQdisc(i int) (counters.Qdisc, error) {
-	l, err := te.e.Handle.LinkByName(tapName)
-	if err != nil {
-		return counters.Qdisc{}, err
-	}
-	qs, err := te.e.Handle.QdiscList(l)
-	if err != nil {
-		return counters.Qdisc{}, fmt.Errorf("qdiscs of %s: %w", tapName, err)
-	}
-	parent := netlink.MakeHandle(1, uint16(i+1))
-	for _, q := range qs {
-		a := q.Attrs()
-		if a.Parent != parent {
-			continue
-		}
-		st := a.Statistics
-		if st == nil || st.Basic == nil || st.Queue == nil {
-			return counters.Qdisc{}, fmt.Errorf("qdisc %s at 1:%d: no TCA_STATS2", q.Type(), i+1)
-		}
-		return counters.Qdisc{
-			Kind: q.Type(), Packets: uint64(st.Basic.Packets), Qlen: uint64(st.Queue.Qlen), Backlog: uint64(st.Queue.Backlog),
-			Drops: uint64(st.Queue.Drops), Requeues: uint64(st.Queue.Requeues), Overlimits: uint64(st.Queue.Overlimits),
-		}, nil
-	}
-	return counters.Qdisc{}, fmt.Errorf("%s has no qdisc at parent 1:%d", tapName, i+1)
+	return counters.ReadQdisc(te.e, tapName, netlink.MakeHandle(1, uint16(i+1)))
 }
 
 // streamSteering returns a TUNSETSTEERINGEBPF program that sends every

@@ -182,7 +182,7 @@ func (r *rig) state() (state, error) {
 	if err != nil {
 		return state{}, err
 	}
-	q, err := counters.ReadRootQdisc(r.e.Handle, tapName)
+	q, err := counters.ReadRootQdisc(r.e, tapName)
 	return state{Link: l, Qdisc: q}, err
 }
 
