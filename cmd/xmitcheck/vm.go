@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/kernels"
@@ -90,12 +91,25 @@ func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary) vmtest.Job {
 	return vmtest.Job{
 		Binaries: bins,
 		Modules:  kernels.GuestModules,
-		Env:      []string{"XMITCHECK_KERNEL=" + k.Name},
+		Env:      guestEnv(k),
 		Timeouts: vmtest.Timeouts{Boot: v.boot, Idle: v.idle, Overall: v.overall},
 		Accel:    v.accel,
 		CPUs:     v.cpus,
 		MemoryMB: v.memoryMB,
 	}
+}
+
+// guestEnv is the tests' environment in the guest: the catalog name of the
+// kernel (feature expectations key on it) and every XMITCHECK_* variable of
+// the caller, so knobs reach tests as they would under plain go test.
+func guestEnv(k *kernels.Kernel) []string {
+	env := []string{"XMITCHECK_KERNEL=" + k.Name}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "XMITCHECK_") && !strings.HasPrefix(kv, "XMITCHECK_KERNEL=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // newBackend returns the backend that runs on k: the host itself for the

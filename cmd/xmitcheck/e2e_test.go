@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// tiny builds vmtest's guest test binary (its tests act only when
+// XMITCHECK_TINY names them).
+func tiny(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("boots debian:7.3 in qemu: not with -short")
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("qemu-system-x86_64 not found: make deps installs it")
+	}
+	bin := filepath.Join(t.TempDir(), "tiny.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "../../vmtest/testdata/tiny")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build tiny.test: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestKernelPanicExits3 boots a kernel that panics under a test: exit code
+// 3, well within the deadline, with the panic on stderr.
+func TestKernelPanicExits3(t *testing.T) {
+	bin := tiny(t)
+	start := time.Now()
+	code, stderr := xc(t, []string{"XMITCHECK_TINY=panic"}, nil, "exec", "--kernel", "debian:7.3", "--accel", "tcg", bin, "-test.run=^TestPanic$")
+	assert.Check(t, is.Equal(code, exitCrashed), "stderr: %s", stderr)
+	assert.Check(t, is.Contains(stderr, "Kernel panic"))
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	assert.Check(t, is.Contains(lines[len(lines)-1], "xmitcheck: debian:7.3"), "the last line says what happened")
+	assert.Check(t, time.Since(start) < 2*time.Minute, "took %v", time.Since(start))
+}
+
+// TestHungTestExits3 runs a test that blocks forever: killed at the idle
+// timeout, exit code 3.
+func TestHungTestExits3(t *testing.T) {
+	bin := tiny(t)
+	start := time.Now()
+	code, stderr := xc(t, []string{"XMITCHECK_TINY=hang"}, nil, "exec", "--kernel", "debian:7.3", "--accel", "tcg", "--idle-timeout", "10s", bin, "-test.run=^TestHang$")
+	assert.Check(t, is.Equal(code, exitCrashed), "stderr: %s", stderr)
+	assert.Check(t, is.Contains(stderr, "10s"), "the error names the timeout")
+	assert.Check(t, time.Since(start) < 90*time.Second, "took %v", time.Since(start))
+}
+
+// TestGoTestExec is the Go convention: go test -exec runs a package's
+// tests in the VM and passes their verdict through.
+func TestGoTestExec(t *testing.T) {
+	tiny(t)
+	cmd := exec.Command("go", "test", "-count=1", "-v", "-exec", xmitcheck+" exec --kernel debian:7.3 --accel tcg", "-run", "^TestGuest$", "../../vmtest/testdata/tiny")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "XMITCHECK_TINY=exec")
+	out, err := cmd.CombinedOutput()
+	assert.NilError(t, err, "%s", out)
+	assert.Check(t, is.Contains(string(out), "hello from the guest, XMITCHECK_TINY=exec"))
+	assert.Check(t, is.Contains(string(out), "--- PASS: TestGuest"))
+}
