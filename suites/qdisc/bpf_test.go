@@ -7,7 +7,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 )
@@ -181,33 +180,4 @@ func (c *eventCounter) Count() (uint64, error) { return sumCounter(c.m, 0) }
 
 func (c *eventCounter) Close() error {
 	return errors.Join(c.l.Close(), c.p.Close(), c.m.Close())
-}
-
-// attachBurstDrops counts frames freed with SKB_DROP_REASON_QDISC_BURST_DROP:
-// with q->defer_list (7.2+), __dev_xmit_skb() drops a frame before the
-// qdisc when more than net.core.qdisc_max_burst wait on the list, and no
-// qdisc or device counter has it (the sender gets ENOBUFS). The reason's
-// value is read from BTF; a kernel without it returns (nil, nil). It uses
-// a raw tracepoint on skb:kfree_skb, whose args[2] is the reason.
-func attachBurstDrops() (*eventCounter, error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return nil, fmt.Errorf("load kernel BTF: %w", err)
-	}
-	var reasons *btf.Enum
-	if err := spec.TypeByName("skb_drop_reason", &reasons); err != nil {
-		return nil, nil
-	}
-	for _, v := range reasons.Values {
-		if v.Name != "SKB_DROP_REASON_QDISC_BURST_DROP" {
-			continue
-		}
-		return attachCounter("xc_burst_drop", &ebpf.ProgramSpec{Type: ebpf.RawTracepoint}, asm.Instructions{
-			asm.LoadMem(asm.R2, asm.R1, 16, asm.DWord),
-			asm.JNE.Imm(asm.R2, int32(v.Value), "out"),
-		}, func(p *ebpf.Program) (link.Link, error) {
-			return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "kfree_skb", Program: p})
-		})
-	}
-	return nil, nil
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
@@ -45,8 +46,9 @@ type rig struct {
 	peer string
 	// delivered returns how many frames of streams [lo, hi) the consumer got.
 	delivered func(lo, hi uint32) (uint64, error)
-	// burst counts QDISC_BURST_DROP frees; nil on kernels without them.
-	burst *eventCounter
+	// burst counts QDISC_BURST_DROP frees on dev; nil on kernels without
+	// them.
+	burst func() (uint64, error)
 }
 
 // path builds a rig in e.
@@ -182,17 +184,30 @@ func tapReader(tb testing.TB, e *netenv.Env, flags uint16, ring int) *rig {
 	return r
 }
 
-// countBurstDrops makes r count the frames its qdisc's defer_list drops.
+// countBurstDrops makes r count the frames its qdisc's defer_list drops:
+// with q->defer_list (7.2+), __dev_xmit_skb() drops a frame before the
+// qdisc when more than net.core.qdisc_max_burst wait on the list, and no
+// qdisc or device counter has it (the sender gets ENOBUFS). A kernel
+// without SKB_DROP_REASON_QDISC_BURST_DROP leaves r.burst nil.
 func (r *rig) countBurstDrops(tb testing.TB) {
 	tb.Helper()
-	c, err := attachBurstDrops()
+	reason, err := dropmon.Reason("SKB_DROP_REASON_QDISC_BURST_DROP")
+	if errors.Is(err, feature.ErrNotSupported) {
+		return
+	}
 	if err != nil {
 		tb.Fatalf("count QDISC_BURST_DROP frees: %v", err)
 	}
-	if c != nil {
-		tb.Cleanup(func() { c.Close() })
+	ino, err := dropmon.NetnsInode(int(r.e.NS))
+	if err != nil {
+		tb.Fatalf("count QDISC_BURST_DROP frees: %v", err)
 	}
-	r.burst = c
+	m, err := dropmon.Attach(dropmon.Filter{Ifindex: r.dev.Attrs().Index, NetnsInode: ino})
+	if err != nil {
+		tb.Fatalf("count QDISC_BURST_DROP frees: %v", err)
+	}
+	tb.Cleanup(func() { m.Close() })
+	r.burst = func() (uint64, error) { return m.Count(reason) }
 }
 
 // qdiscs are the locked root qdiscs under test.
@@ -234,7 +249,7 @@ func (r *rig) snap() (snapshot, error) {
 	var s snapshot
 	var err error
 	if r.burst != nil {
-		if s.burst, err = r.burst.Count(); err != nil {
+		if s.burst, err = r.burst(); err != nil {
 			return s, err
 		}
 	}

@@ -53,5 +53,3 @@
 // sending threads, flag off against flag on with fq_codel, the shape of the
 // table in seed 000.
 package tun
-
-//go:generate go tool bpf2go -output-suffix _test -target bpfel dropreason dropreason.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall

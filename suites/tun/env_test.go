@@ -264,14 +264,6 @@ func readExactly(t testing.TB, r *traffic.Reader, n int) {
 	assert.Equal(t, got, n, "read %d of %d frames before the ring stayed empty for %v", got, n, waitLimit)
 }
 
-// nsInodeOf returns the inode of the test's namespace.
-func (te *tapEnv) nsInode(t testing.TB) uint64 {
-	t.Helper()
-	ino, err := nsInode(int(te.e.NS))
-	assert.NilError(t, err)
-	return ino
-}
-
 func isENETDOWN(err error) bool { return errors.Is(err, unix.ENETDOWN) }
 
 // stopped waits for frames sent to an idle reader to reach their fate f:

@@ -6,6 +6,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
@@ -121,12 +122,9 @@ func checkTailDrop(t *testing.T, o tapOpts) {
 	const extra = 40
 	te := newTap(t, o)
 	reason, reasonErr := fullRingReason()
-	var w *dropWatch
+	var w *dropmon.Monitor
 	if reasonErr == nil {
-		var err error
-		w, err = watchDrops(te.ifindex, te.nsInode(t))
-		assert.NilError(t, err)
-		defer w.Close()
+		w = te.watchDrops(t)
 	}
 	n := o.ring + extra
 	res := send(t, te.sender(t, 1), n)
@@ -150,9 +148,9 @@ func checkTailDrop(t *testing.T, o tapOpts) {
 
 	t.Run("DropReason", func(t *testing.T) {
 		feature.Require(t, reasonErr)
-		c, err := w.count(reason)
+		c, err := w.Count(reason)
 		assert.NilError(t, err)
-		seen, err := w.all()
+		seen, err := w.All()
 		assert.NilError(t, err)
 		assert.Check(t, is.Equal(c, uint64(extra)), "kfree_skb drops with reason FULL_RING (%d) on %s; every reason seen there: %v; %v", reason, tapName, seen, l)
 	})

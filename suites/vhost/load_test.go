@@ -23,7 +23,7 @@ import (
 // drained state.
 func (r *rig) load(senders int, duration time.Duration, perSender int, tick time.Duration) (counters.Accounting, uint64, time.Duration) {
 	r.tb.Helper()
-	burst := watchBurstDrops(r.tb)
+	burst := r.watchBurstDrops()
 	var sent atomic.Uint64
 	var wg sync.WaitGroup
 	done := make(chan struct{})

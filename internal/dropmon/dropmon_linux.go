@@ -1,0 +1,261 @@
+package dropmon
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+)
+
+// featureName is the feature a kernel without drop reasons lacks.
+const featureName = "skb_drop_reason"
+
+// reasons returns the running kernel's enum skb_drop_reason and its BTF.
+func reasons() (*btf.Spec, *btf.Enum, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		// Every kernel the suites run on has BTF: a missing one is a
+		// broken build or image, not a missing feature.
+		return nil, nil, fmt.Errorf("load kernel BTF (build the kernel with CONFIG_DEBUG_INFO_BTF=y): %w", err)
+	}
+	var e *btf.Enum
+	if err := spec.TypeByName("skb_drop_reason", &e); err != nil {
+		if errors.Is(err, btf.ErrNotFound) {
+			return nil, nil, feature.Unsupported(featureName, "kernel BTF has no enum skb_drop_reason")
+		}
+		return nil, nil, fmt.Errorf("kernel BTF enum skb_drop_reason: %w", err)
+	}
+	return spec, e, nil
+}
+
+// Reason returns the value of the enum skb_drop_reason member name (e.g.
+// "SKB_DROP_REASON_FULL_RING") in the running kernel. A kernel without the
+// enum or without that member gets a feature.Unsupported error named after
+// the member.
+func Reason(name string) (uint32, error) {
+	_, e, err := reasons()
+	if err != nil {
+		if errors.Is(err, feature.ErrNotSupported) {
+			return 0, feature.Unsupported(name, "%v", err)
+		}
+		return 0, err
+	}
+	for _, v := range e.Values {
+		if v.Name == name {
+			return uint32(v.Value), nil
+		}
+	}
+	return 0, feature.Unsupported(name, "kernel BTF enum skb_drop_reason has %d members, not this one", len(e.Values))
+}
+
+// NetnsInode returns the nsfs inode number of the namespace file fd, what
+// Filter.NetnsInode wants.
+func NetnsInode(fd int) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, fmt.Errorf("fstat netns fd %d: %w", fd, err)
+	}
+	return st.Ino, nil
+}
+
+// Monitor counts kfree_skb drops by reason from Attach until Close.
+type Monitor struct {
+	counts *ebpf.Map // BPF_MAP_TYPE_HASH: reason -> u64 drops, a key per enum member
+	prog   *ebpf.Program
+	tp     link.Link
+}
+
+// Attach starts counting the drops f picks with a tp_btf/kfree_skb
+// program (BTF, no tracefs: works in a minimal VM). It needs root and
+// kernel BTF; a kernel without drop reasons gets feature.Unsupported.
+func Attach(f Filter) (*Monitor, error) {
+	spec, e, err := reasons()
+	if err != nil {
+		return nil, err
+	}
+	insns, err := filter(spec, f)
+	if err != nil {
+		return nil, err
+	}
+	m := &Monitor{}
+	// Every reason gets its slot before the program runs, so the program
+	// only adds and no two CPUs race to insert the same reason.
+	m.counts, err = ebpf.NewMap(&ebpf.MapSpec{Name: "xc_drops", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: uint32(len(e.Values))})
+	if err != nil {
+		return nil, fmt.Errorf("create the drop-reason counters: %w", err)
+	}
+	for _, v := range e.Values {
+		if err := m.counts.Put(uint32(v.Value), uint64(0)); err != nil {
+			m.counts.Close()
+			return nil, fmt.Errorf("add reason %s to the drop-reason counters: %w", v.Name, err)
+		}
+	}
+	// trace_kfree_skb(struct sk_buff *skb, void *location,
+	//                 enum skb_drop_reason reason, ...): ctx is the u64
+	// arguments, R6 keeps it across the filter.
+	insns = append(asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}, insns...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.R6, 16, asm.DWord),
+		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.counts.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	)
+	m.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "xc_kfree_skb", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "kfree_skb",
+		License: "GPL", Instructions: insns,
+	})
+	if err != nil {
+		m.counts.Close()
+		return nil, fmt.Errorf("load the tp_btf/kfree_skb drop counter (needs root and kernel BTF): %w", err)
+	}
+	m.tp, err = link.AttachTracing(link.TracingOptions{Program: m.prog})
+	if err != nil {
+		m.prog.Close()
+		m.counts.Close()
+		return nil, fmt.Errorf("attach tp_btf/kfree_skb: %w", err)
+	}
+	return m, nil
+}
+
+// filter returns the instructions that jump to "out" for a drop f does
+// not pick; R6 is the tracepoint's ctx. The field offsets come from the
+// running kernel's BTF, as CO-RE would relocate them:
+//
+//	struct sk_buff { ... struct net_device *dev; ... };
+//	struct net_device { ... int ifindex; ... possible_net_t nd_net; ... };
+//	typedef struct { struct net *net; } possible_net_t;
+//	struct net { ... struct ns_common ns; ... };
+//	struct ns_common { ... unsigned int inum; ... };
+func filter(spec *btf.Spec, f Filter) (asm.Instructions, error) {
+	if f.Ifindex == 0 && f.NetnsInode == 0 {
+		return nil, nil
+	}
+	dev, err := offset(spec, "sk_buff", "dev")
+	if err != nil {
+		return nil, err
+	}
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R6, 0, asm.DWord), // skb
+		asm.LoadMem(asm.R3, asm.R2, dev, asm.DWord),
+		asm.JEq.Imm(asm.R3, 0, "out"),
+	}
+	if f.Ifindex != 0 {
+		ifindex, err := offset(spec, "net_device", "ifindex")
+		if err != nil {
+			return nil, err
+		}
+		insns = append(insns,
+			asm.LoadMem(asm.R4, asm.R3, ifindex, asm.Word),
+			asm.JNE.Imm32(asm.R4, int32(f.Ifindex), "out"),
+		)
+	}
+	if f.NetnsInode != 0 {
+		ndNet, err := offset(spec, "net_device", "nd_net", "net")
+		if err != nil {
+			return nil, err
+		}
+		inum, err := offset(spec, "net", "ns", "inum")
+		if err != nil {
+			return nil, err
+		}
+		insns = append(insns,
+			asm.LoadMem(asm.R4, asm.R3, ndNet, asm.DWord),
+			asm.JEq.Imm(asm.R4, 0, "out"),
+			asm.LoadMem(asm.R5, asm.R4, inum, asm.Word),
+			asm.JNE.Imm32(asm.R5, int32(uint32(f.NetnsInode)), "out"),
+		)
+	}
+	return insns, nil
+}
+
+// offset returns the byte offset of the member path (each step looked up
+// through anonymous structs and unions) in struct typ of the kernel's BTF.
+func offset(spec *btf.Spec, typ string, path ...string) (int16, error) {
+	var s *btf.Struct
+	if err := spec.TypeByName(typ, &s); err != nil {
+		return 0, fmt.Errorf("struct %s in kernel BTF: %w", typ, err)
+	}
+	var t btf.Type = s
+	var bits btf.Bits
+	for _, name := range path {
+		m, off, ok := member(t, name)
+		if !ok {
+			return 0, fmt.Errorf("struct %s in kernel BTF has no member %v", typ, path)
+		}
+		bits += off
+		t = btf.UnderlyingType(m.Type)
+	}
+	if bits%8 != 0 || bits/8 > math.MaxInt16 {
+		return 0, fmt.Errorf("struct %s member %v is at bit %d: not a loadable offset", typ, path, bits)
+	}
+	return int16(bits / 8), nil
+}
+
+// member finds name in the struct or union t, descending into anonymous
+// members, and returns it with its offset from the start of t.
+func member(t btf.Type, name string) (btf.Member, btf.Bits, bool) {
+	var ms []btf.Member
+	switch c := btf.UnderlyingType(t).(type) {
+	case *btf.Struct:
+		ms = c.Members
+	case *btf.Union:
+		ms = c.Members
+	default:
+		return btf.Member{}, 0, false
+	}
+	for _, m := range ms {
+		if m.Name == name {
+			return m, m.Offset, true
+		}
+		if m.Name == "" {
+			if inner, off, ok := member(m.Type, name); ok {
+				return inner, m.Offset + off, true
+			}
+		}
+	}
+	return btf.Member{}, 0, false
+}
+
+// Count returns how many drops with reason were seen.
+func (m *Monitor) Count(reason uint32) (uint64, error) {
+	var n uint64
+	if err := m.counts.Lookup(reason, &n); errors.Is(err, ebpf.ErrKeyNotExist) {
+		return 0, fmt.Errorf("drop reason %d is not in the kernel's enum skb_drop_reason: take the value from Reason", reason)
+	} else if err != nil {
+		return 0, fmt.Errorf("read drops with reason %d: %w", reason, err)
+	}
+	return n, nil
+}
+
+// All returns every reason seen at least once and its count.
+func (m *Monitor) All() (map[uint32]uint64, error) {
+	seen := map[uint32]uint64{}
+	var k uint32
+	var v uint64
+	it := m.counts.Iterate()
+	for it.Next(&k, &v) {
+		if v != 0 {
+			seen[k] = v
+		}
+	}
+	return seen, it.Err()
+}
+
+// Close detaches the program and frees the counters.
+func (m *Monitor) Close() error {
+	return errors.Join(m.tp.Close(), m.prog.Close(), m.counts.Close())
+}
