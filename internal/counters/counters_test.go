@@ -15,6 +15,9 @@ func TestAccounting(t *testing.T) {
 	a.Received--
 	assert.Assert(t, !a.Balanced())
 	assert.Equal(t, a.String(), "sent 100 != received 59 + device drops 10 + qdisc drops 5 + qdisc backlog 20 + in device 5")
+	a.Uncounted, a.UncountedWhy = 1, "ring purged"
+	assert.Assert(t, a.Balanced())
+	assert.Equal(t, a.String(), "sent 100 == received 59 + device drops 10 + qdisc drops 5 + qdisc backlog 20 + in device 5 + uncounted 1 (ring purged)")
 }
 
 func TestWaitForReportsLastValue(t *testing.T) {

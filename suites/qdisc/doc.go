@@ -35,8 +35,9 @@
 // (7.2+), __dev_xmit_skb() frees a frame with
 // SKB_DROP_REASON_QDISC_BURST_DROP when more than net.core.qdisc_max_burst
 // wait on the list; the sender gets ENOBUFS and "tc -s qdisc" never sees
-// it. A raw tracepoint on skb:kfree_skb counts them (the reason's value comes
-// from BTF) and the ledger adds them to the qdisc drops. On debian:7.3 under
+// it. internal/dropmon counts them on skb:kfree_skb, filtered to the device
+// (the reason's value comes from BTF), and the ledger books them as its
+// uncounted term. On debian:7.3 under
 // TCG, 4 senders through fq_codel lost 13978 of 68000 frames this way.
 //
 // Expected verdicts (every test runs everywhere; only the tap path and

@@ -272,18 +272,16 @@ func (r *rig) snap() (snapshot, error) {
 type state struct {
 	a   counters.Accounting
 	now snapshot
-	// burst is the part of a.QdiscDrops that the qdisc's stats miss.
-	burst uint64
 }
 
 func (s state) String() string {
-	return fmt.Sprintf("%v [qdisc %v; burst drops %d] [dev %v] [peer %v]", s.a, s.now.q, s.burst, s.now.dev, s.now.peer)
+	return fmt.Sprintf("%v [qdisc %v] [dev %v] [peer %v]", s.a, s.now.q, s.now.dev, s.now.peer)
 }
 
 // account states the ledger of frames of streams [lo, hi), handed frames of
 // which went to the kernel since base was taken: sent = delivered + device
-// drops (tx_dropped, and the veth peer's rx_dropped) + qdisc drops (the
-// qdisc's own, and the burst drops of its defer_list) + qdisc backlog. What
+// drops (tx_dropped, and the veth peer's rx_dropped) + qdisc drops + qdisc
+// backlog + uncounted (the burst drops of its defer_list, 7.2+). What
 // is still in the device's ring shows up as a shortfall until the consumer
 // has it.
 func (r *rig) account(handed uint64, lo, hi uint32, base snapshot) (state, error) {
@@ -299,10 +297,13 @@ func (r *rig) account(handed uint64, lo, hi uint32, base snapshot) (state, error
 		Sent:         handed,
 		Received:     got,
 		DeviceDrops:  now.dev.Sub(base.dev).TxDropped + now.peer.Sub(base.peer).RxDropped,
-		QdiscDrops:   now.q.Drops - base.q.Drops + now.burst - base.burst,
+		QdiscDrops:   now.q.Drops - base.q.Drops,
 		QdiscBacklog: now.q.Qlen,
 	}
-	return state{a: a, now: now, burst: now.burst - base.burst}, nil
+	if r.burst != nil {
+		a.Uncounted, a.UncountedWhy = now.burst-base.burst, "QDISC_BURST_DROP before the qdisc, counted on kfree_skb"
+	}
+	return state{a: a, now: now}, nil
 }
 
 // settle waits until the qdisc is empty and every frame is accounted for,

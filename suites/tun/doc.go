@@ -10,11 +10,13 @@
 // bound to the tap, so every frame passes the qdisc and tun_net_xmit and is
 // counted. Each assertion prints the whole ledger:
 //
-//	sent = read + tun drops + qdisc drops + qdisc backlog + in ring (+ discarded)
+//	sent = received (read) + device drops (tun's tx_dropped) + qdisc drops
+//	       + qdisc backlog + in device (the ring) (+ uncounted)
 //
-// where "discarded" are frames the kernel frees without a counter (a ring
-// shrunk by a txqueuelen change, a ring purged when its queue detaches, a
-// qdisc reset when the link goes down).
+// (counters.Accounting) where "uncounted" are frames the kernel frees
+// without a counter (a ring shrunk by a txqueuelen change, a ring purged
+// when its queue detaches, a qdisc reset when the link goes down, a
+// QDISC_BURST_DROP before the qdisc on 7.2+).
 //
 // Tests, and what each kernel is expected to do with them (P pass, S skip
 // with the probe's reason); "stock" variants run with the flag off,

@@ -54,8 +54,8 @@ func (te *tapEnv) burstDrops(t testing.TB) func() (uint64, error) {
 	return func() (uint64, error) { return w.Count(reason) }
 }
 
-// burstWhy names the frames a ledger's Discarded holds in the races.
-const burstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), refused with ENOBUFS"
+// burstWhy names the frames a ledger's Uncounted holds in the races.
+const burstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), refused with ENOBUFS, counted on kfree_skb"
 
 // sample is the tap's counters and the burst drops, read together.
 type sample struct {

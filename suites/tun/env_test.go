@@ -205,46 +205,16 @@ func idleFate(o tapOpts, n int) fate {
 	return f
 }
 
-// ledger is the whole account of a test's frames: counters.Accounting plus
-// frames the kernel freed without counting them anywhere.
-type ledger struct {
-	counters.Accounting
-	Discarded uint64
-	Why       string // what discarded them
-}
-
-// Balanced reports whether every frame sent is accounted for exactly once.
-func (l ledger) Balanced() bool { return l.sum() == l.Sent }
-
-func (l ledger) sum() uint64 {
-	a := l.Accounting
-	return a.Received + a.DeviceDrops + a.QdiscDrops + a.QdiscBacklog + a.InDevice + l.Discarded
-}
-
-func (l ledger) String() string {
-	op := "=="
-	if l.sum() != l.Sent {
-		op = "!="
-	}
-	a := l.Accounting
-	s := fmt.Sprintf("sent %d %s read %d + tun drops %d + qdisc drops %d + qdisc backlog %d + in ring %d",
-		a.Sent, op, a.Received, a.DeviceDrops, a.QdiscDrops, a.QdiscBacklog, a.InDevice)
-	if l.Discarded > 0 || l.Why != "" {
-		s += fmt.Sprintf(" + discarded %d (%s)", l.Discarded, l.Why)
-	}
-	return s
-}
-
 // account builds the ledger from what was sent, read, and the counters.
-func account(sent uint64, read int, s state, inRing int) ledger {
-	return ledger{Accounting: counters.Accounting{
+func account(sent uint64, read int, s state, inRing int) counters.Accounting {
+	return counters.Accounting{
 		Sent:         sent,
 		Received:     uint64(read),
 		DeviceDrops:  s.Link.TxDropped,
 		QdiscDrops:   s.Q.Drops,
 		QdiscBacklog: s.Q.Qlen,
 		InDevice:     uint64(inRing),
-	}}
+	}
 }
 
 // drain reads from d until no frame comes for quiet, failing on anything

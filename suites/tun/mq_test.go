@@ -147,7 +147,7 @@ func TestMultiQueue(t *testing.T) {
 			qs := m.waitQueues(t, "both queues drained", func(qs queueState) bool { return qs.Q.Qlen == 0 })
 			sent := res.Sent + res.Refused + res0.Sent + res0.Refused + res1.Sent + res1.Refused
 			l := account(sent, f.backlog+2*k+extra, qs.state, 0)
-			l.Discarded, l.Why = uint64(f.ring), "queue 0's ring purged at detach"
+			l.Uncounted, l.UncountedWhy = uint64(f.ring), "queue 0's ring purged at detach"
 			assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 			assert.Check(t, is.Equal(extra, 0), "%v", l)
 			assert.Check(t, is.Equal(r1.Seen[0], uint64(f.backlog+k)), "file 1 (now queue 0) gets txq 0's old backlog and stream 0: %v", r1.Seen)

@@ -43,7 +43,7 @@ func (te *tapEnv) refill(t *testing.T, s *traffic.Sender, r *traffic.Reader, n i
 // TestNoStall holds invariant 5: whatever happens to a tap whose ring is
 // full (and, with the flag, whose queue is stopped), the queue comes back,
 // each step bounded by a deadline. Frames the kernel frees without a counter
-// are named in the ledger's "discarded".
+// are named in the ledger's "uncounted".
 func TestNoStall(t *testing.T) {
 	for _, v := range variants {
 		t.Run("DrainFlushesBacklog/"+v.name, func(t *testing.T) {
@@ -96,7 +96,7 @@ func TestNoStall(t *testing.T) {
 			st, err := te.state()
 			assert.NilError(t, err)
 			l := account(res.Sent+res.Refused+sent2, f.ring+f2.ring+f2.backlog, st, 0)
-			l.Discarded, l.Why = uint64(f.backlog), "qdisc reset at link down"
+			l.Uncounted, l.UncountedWhy = uint64(f.backlog), "qdisc reset at link down"
 			assert.Assert(t, l.Balanced(), "%v", l)
 		})
 	}
@@ -138,7 +138,7 @@ func TestNoStall(t *testing.T) {
 			st, err := te.state()
 			assert.NilError(t, err)
 			l := account(res.Sent+res.Refused+sent2, f2.ring+f2.backlog, st, 0)
-			l.Discarded, l.Why = uint64(f.ring), "ring purged when its last file closed"
+			l.Uncounted, l.UncountedWhy = uint64(f.ring), "ring purged when its last file closed"
 			assert.Assert(t, l.Balanced(), "%v", l)
 			assert.Check(t, is.Equal(st.Link.TxDropped, uint64(dropped+f2.tunDrops)), "%v", l)
 		})
@@ -178,7 +178,7 @@ func txqlenChange(t *testing.T, flags uint16, newRing int) {
 		return s.Q.Qlen == uint64(backlog) && s.Link.TxDropped == uint64(f.tunDrops+drop)
 	})
 	l := account(res.Sent+res.Refused, 0, st, kept+moved)
-	l.Discarded, l.Why = uint64(f.ring-kept), "ring shrunk by txqueuelen"
+	l.Uncounted, l.UncountedWhy = uint64(f.ring-kept), "ring shrunk by txqueuelen"
 	assert.Assert(t, l.Balanced(), "%v", l)
 
 	r := traffic.NewReader(te.dev.File)
@@ -189,7 +189,7 @@ func txqlenChange(t *testing.T, flags uint16, newRing int) {
 	st, err := te.state()
 	assert.NilError(t, err)
 	l = account(res.Sent+res.Refused+sent2, got+f2.ring+f2.backlog, st, 0)
-	l.Discarded, l.Why = uint64(f.ring-kept), "ring shrunk by txqueuelen"
+	l.Uncounted, l.UncountedWhy = uint64(f.ring-kept), "ring shrunk by txqueuelen"
 	assert.Assert(t, l.Balanced(), "%v", l)
 	assert.Check(t, is.Equal(got, kept+moved+backlog), "%v", l)
 }

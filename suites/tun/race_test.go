@@ -146,7 +146,7 @@ watch:
 	close(stopRead)
 	assert.NilError(t, <-readErr)
 	l := account(total, int(read.Load()), sm.state, 0)
-	l.Discarded, l.Why = sm.burst, burstWhy
+	l.Uncounted, l.UncountedWhy = sm.burst, burstWhy
 	assert.NilError(t, werr, "every frame accounted after the senders stopped; %v", l)
 	assert.Check(t, is.Len(stalls, 0), "the reader stalled: %v", stalls)
 	assert.Assert(t, l.Balanced(), "%v", l)

@@ -33,7 +33,8 @@
 //     frames before enqueue when its defer_list is longer than
 //     net.core.qdisc_max_burst (SKB_DROP_REASON_QDISC_BURST_DROP): sendto()
 //     says ENOBUFS, no qdisc counts them, so the suite counts them on
-//     raw_tp/kfree_skb (burst_test.go) and books them as qdisc drops.
+//     kfree_skb (internal/dropmon, filtered to the tap) and books them as
+//     the ledger's uncounted term.
 //   - BenchmarkRX: received pps and lost/s, 1 and 2 senders, stock against
 //     the flag with fq_codel (the seed's tap + vhost-net row).
 //
