@@ -2,9 +2,6 @@ package devmap
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +9,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/kmsg"
 )
 
 // TestLifecycle/ChangeEntriesWhileFlowing: while batches of 64 frames flow
@@ -22,7 +20,7 @@ import (
 //     deleted entry's device (M looks the entry up after numbering);
 //   - after a program is replaced, the old one runs at most for the rest of
 //     the batch in flight (the queue latched it), never after;
-//   - the kernel taints with no warning or oops.
+//   - the kernel logs no splat and gains no splat taint (internal/kmsg).
 func TestLifecycle(t *testing.T) {
 	for _, hash := range []bool{false, true} {
 		name := "ChangeEntriesWhileFlowing"
@@ -45,7 +43,7 @@ const (
 
 func testLifecycle(t *testing.T, r *Rig, d Driver, hash bool) {
 	ctx := withDeadline(t)
-	taint := tainted(t)
+	kmsg.Watch(t)
 	m := r.Map(t, hash)
 	a0, b0, c0 := r.Dst[0], r.Dst[1], r.Dst[2]
 	r.SetEntry(t, m, 0, a0, r.Objs.XdpDevmapA)
@@ -107,22 +105,4 @@ func testLifecycle(t *testing.T, r *Rig, d Driver, hash bool) {
 	a, tot := settle(ctx, t, r, passed)
 	assert.Check(t, is.Equal(tot.Drops, uint64(0)), "%v; %v", a, tot)
 	assert.Check(t, is.Equal(r.Received(t, r.Sink[1]), onB.Runs), "b0p; %v", a)
-	assert.Check(t, is.Equal(tainted(t)&^taint&splatTaints, uint64(0)), "kernel taint went from %#x to %#x: a warning or oops during the test, see dmesg", taint, tainted(t))
-}
-
-// splatTaints are the taint bits a kernel splat sets: TAINT_BAD_PAGE (5),
-// TAINT_DIE (7), TAINT_WARN (9).
-const splatTaints = 1<<5 | 1<<7 | 1<<9
-
-func tainted(t *testing.T) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/sys/kernel/tainted")
-	if err != nil {
-		t.Fatalf("read /proc/sys/kernel/tainted: %v", err)
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		t.Fatalf("parse /proc/sys/kernel/tainted %q: %v", b, err)
-	}
-	return v
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
@@ -71,7 +72,7 @@ func newTap(t testing.TB, o tapOpts) *tapEnv {
 		requireBackpressure(t)
 	}
 	e := netenv.New(t)
-	watchKmsg(t)
+	kmsg.Watch(t)
 	te := &tapEnv{e: e, opts: o}
 	te.dev = te.open(t, o.flags, !o.loose)
 	l := e.Link(t, tapName)

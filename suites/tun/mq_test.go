@@ -8,6 +8,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
@@ -27,7 +28,7 @@ func newMQTap(t *testing.T, o tapOpts) *mqTap {
 		requireBackpressure(t)
 	}
 	te := &tapEnv{e: netenv.New(t), opts: o}
-	watchKmsg(t)
+	kmsg.Watch(t)
 	m := &mqTap{tapEnv: te}
 	for i := range m.q {
 		m.q[i] = te.open(t, o.flags|tuntap.IFFMultiQueue, true)

@@ -9,7 +9,8 @@
 // wake it (tun_wake_queue, once it consumed half the ring or emptied it).
 // The risks are lost frames and a queue nobody wakes: every test here ends
 // with an exact ledger (sent = received + tun drops + qdisc drops + backlog),
-// and fails if the kernel gained a WARN/BUG/lockup taint while it ran.
+// and fails if the kernel logged a splat or gained a WARN/BUG/lockup taint
+// while it ran (internal/kmsg).
 //
 // Tests (one behaviour each; the guest is the test, posting buffers at a rate
 // it controls):

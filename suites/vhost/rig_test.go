@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
@@ -82,7 +81,8 @@ type rig struct {
 
 // newRig builds the rig. Probes decide the skips: IFF_BACKPRESSURE through
 // TUNGETFEATURES, vhost-net by opening /dev/vhost-net, fq_codel by creating
-// it. The kernel must not gain a splat taint while the test runs.
+// it. The kernel must not log a splat or gain a splat taint while the test
+// runs.
 func newRig(tb testing.TB, s setup) *rig {
 	tb.Helper()
 	e := netenv.New(tb)
@@ -95,7 +95,7 @@ func newRig(tb testing.TB, s setup) *rig {
 		}
 	}
 	r := &rig{tb: tb, e: e, ctx: ctx}
-	watchTaint(tb)
+	kmsg.Watch(tb)
 	if s.backpressure {
 		feature.Require(tb, tuntap.ProbeBackpressure())
 	}
@@ -343,35 +343,6 @@ func readTap(tb testing.TB, f *os.File, n int, quiet time.Duration) []uint64 {
 		seqs = append(seqs, seq)
 	}
 	return seqs
-}
-
-// splatTaints are the taint bits a kernel splat sets: TAINT_BAD_PAGE (5),
-// TAINT_DIE (7), TAINT_WARN (9), TAINT_SOFTLOCKUP (14).
-const splatTaints = 1<<5 | 1<<7 | 1<<9 | 1<<14
-
-// watchTaint fails tb if the kernel gains a splat taint while it runs.
-func watchTaint(tb testing.TB) {
-	tb.Helper()
-	before, err := taint()
-	assert.NilError(tb, err)
-	tb.Cleanup(func() {
-		after, err := taint()
-		if err != nil {
-			tb.Error(err)
-			return
-		}
-		if gained := after &^ before & splatTaints; gained != 0 {
-			tb.Errorf("kernel taint went from %#x to %#x (new %#x: a WARN, BUG or lockup fired): read the kernel log", before, after, gained)
-		}
-	})
-}
-
-func taint() (uint64, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/tainted")
-	if err != nil {
-		return 0, fmt.Errorf("read kernel taint: %w", err)
-	}
-	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 }
 
 // steerByStream attaches a steering program to the tap that sends stream s

@@ -1,0 +1,15 @@
+package kmsg
+
+import (
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+func TestSplat(t *testing.T) {
+	msg, ok := splat("4,1234,5678,-;WARNING: CPU: 1 PID: 7 at net/core/dev.c:3456 __dev_queue_xmit+0x1\n")
+	assert.Assert(t, ok)
+	assert.Equal(t, msg, "WARNING: CPU: 1 PID: 7 at net/core/dev.c:3456 __dev_queue_xmit+0x1")
+	_, ok = splat("6,1235,5679,-;tun: Universal TUN/TAP device driver, 1.6\n")
+	assert.Assert(t, !ok)
+}
