@@ -34,22 +34,39 @@ func (e *Env) Noqueue(tb testing.TB, l netlink.Link) {
 // cannot carry a pfifo limit, so the request is built here).
 func (e *Env) Pfifo(tb testing.TB, l netlink.Link, limit uint32) {
 	tb.Helper()
-	err := e.Do(func() error {
+	if err := e.pfifo(l, netlink.MakeHandle(1, 0), netlink.HANDLE_ROOT, limit); err != nil {
+		tb.Fatalf("netenv: replace root qdisc of %s with pfifo limit %d: %v", l.Attrs().Name, limit, err)
+	}
+}
+
+// MqPfifo makes the root of l an mq with handle 1: and gives tx queue i
+// (class 1:i+1) a "pfifo limit" child with handle 10+i:, for queues
+// 0..n-1, so each queue's backlog and drops can be read on its own
+// (counters.ReadQdisc with parent 1:i+1).
+func (e *Env) MqPfifo(tb testing.TB, l netlink.Link, n int, limit uint32) {
+	tb.Helper()
+	e.RootQdisc(tb, l, &netlink.GenericQdisc{QdiscType: "mq"})
+	for i := range n {
+		if err := e.pfifo(l, netlink.MakeHandle(uint16(10+i), 0), netlink.MakeHandle(1, uint16(i+1)), limit); err != nil {
+			tb.Fatalf("netenv: replace qdisc of %s at parent 1:%d with pfifo limit %d: %v", l.Attrs().Name, i+1, limit, err)
+		}
+	}
+}
+
+// pfifo replaces the qdisc at parent of l with "pfifo limit n" as handle.
+func (e *Env) pfifo(l netlink.Link, handle, parent, limit uint32) error {
+	return e.Do(func() error {
 		req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_REPLACE|unix.NLM_F_ACK)
 		req.AddData(&nl.TcMsg{
 			Family:  nl.FAMILY_ALL,
 			Ifindex: int32(l.Attrs().Index),
-			Handle:  netlink.MakeHandle(1, 0),
-			Parent:  netlink.HANDLE_ROOT,
+			Handle:  handle,
+			Parent:  parent,
 		})
 		req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("pfifo")))
 		// struct tc_fifo_qopt { __u32 limit; };
-		opt := binary.NativeEndian.AppendUint32(nil, limit)
-		req.AddData(nl.NewRtAttr(nl.TCA_OPTIONS, opt))
+		req.AddData(nl.NewRtAttr(nl.TCA_OPTIONS, binary.NativeEndian.AppendUint32(nil, limit)))
 		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
 		return err
 	})
-	if err != nil {
-		tb.Fatalf("netenv: replace root qdisc of %s with pfifo limit %d: %v", l.Attrs().Name, limit, err)
-	}
 }

@@ -95,8 +95,8 @@ func vethXDP(tb testing.TB, e *netenv.Env, spin int32) *rig {
 		tb.Fatalf("attach XDP in driver mode to veth %s: %v (veth has native XDP since 4.19)", b.Attrs().Name, err)
 	}
 	tb.Cleanup(func() { l.Close() })
-	switch err := setThreadedNAPI(e.NS, b.Attrs().Name); {
-	case errors.Is(err, errNoThreadedNAPI):
+	switch err := e.ThreadedNAPI(b.Attrs().Name); {
+	case errors.Is(err, netenv.ErrNoThreadedNAPI):
 		tb.Logf("consumer NAPI stays in softirq: %v", err)
 	case err != nil:
 		tb.Fatalf("threaded NAPI on %s: %v", b.Attrs().Name, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/vishvananda/netlink"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
@@ -38,7 +39,7 @@ func newMQTap(t *testing.T, o tapOpts) *mqTap {
 	te.ifindex = l.Attrs().Index
 	assert.NilError(t, te.e.Handle.LinkSetTxQLen(l, o.ring))
 	te.e.Up(t, l)
-	te.mqPfifo(t, l, len(m.q), o.limit)
+	te.e.MqPfifo(t, l, len(m.q), o.limit)
 	assert.NilError(t, m.q[0].SetSteeringEBPF(streamSteering(t).FD()))
 	return m
 }
@@ -56,7 +57,7 @@ func (m *mqTap) queueState() (queueState, error) {
 		return qs, err
 	}
 	for i := range qs.PerQ {
-		if qs.PerQ[i], err = m.queueQdisc(i); err != nil {
+		if qs.PerQ[i], err = counters.ReadQdisc(m.e, tapName, netlink.MakeHandle(1, uint16(i+1))); err != nil {
 			return qs, err
 		}
 	}
