@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
@@ -258,4 +260,31 @@ func (m *Monitor) All() (map[uint32]uint64, error) {
 // Close detaches the program and frees the counters.
 func (m *Monitor) Close() error {
 	return errors.Join(m.tp.Close(), m.prog.Close(), m.counts.Close())
+}
+
+// Watch counts, from now until tb ends, the drops with the reason called
+// name (e.g. "SKB_DROP_REASON_QDISC_BURST_DROP") on the device ifindex of
+// the namespace ns. A kernel whose enum skb_drop_reason lacks the reason
+// cannot drop that way: Watch then returns the feature.Unsupported error
+// that says so, and the caller counts 0 or skips. Any other failure fails
+// tb.
+func Watch(tb testing.TB, ns netns.NsHandle, ifindex int, name string) (func() (uint64, error), error) {
+	tb.Helper()
+	reason, err := Reason(name)
+	if errors.Is(err, feature.ErrNotSupported) {
+		return nil, err
+	}
+	if err != nil {
+		tb.Fatalf("dropmon: %s: %v", name, err)
+	}
+	ino, err := NetnsInode(int(ns))
+	if err != nil {
+		tb.Fatalf("dropmon: %v", err)
+	}
+	m, err := Attach(Filter{Ifindex: ifindex, NetnsInode: ino})
+	if err != nil {
+		tb.Fatalf("dropmon: count %s on ifindex %d: %v", name, ifindex, err)
+	}
+	tb.Cleanup(func() { m.Close() })
+	return func() (uint64, error) { return m.Count(reason) }, nil
 }

@@ -191,23 +191,10 @@ func tapReader(tb testing.TB, e *netenv.Env, flags uint16, ring int) *rig {
 // without SKB_DROP_REASON_QDISC_BURST_DROP leaves r.burst nil.
 func (r *rig) countBurstDrops(tb testing.TB) {
 	tb.Helper()
-	reason, err := dropmon.Reason("SKB_DROP_REASON_QDISC_BURST_DROP")
-	if errors.Is(err, feature.ErrNotSupported) {
-		return
+	count, err := dropmon.Watch(tb, r.e.NS, r.dev.Attrs().Index, "SKB_DROP_REASON_QDISC_BURST_DROP")
+	if err == nil {
+		r.burst = count
 	}
-	if err != nil {
-		tb.Fatalf("count QDISC_BURST_DROP frees: %v", err)
-	}
-	ino, err := dropmon.NetnsInode(int(r.e.NS))
-	if err != nil {
-		tb.Fatalf("count QDISC_BURST_DROP frees: %v", err)
-	}
-	m, err := dropmon.Attach(dropmon.Filter{Ifindex: r.dev.Attrs().Index, NetnsInode: ino})
-	if err != nil {
-		tb.Fatalf("count QDISC_BURST_DROP frees: %v", err)
-	}
-	tb.Cleanup(func() { m.Close() })
-	r.burst = func() (uint64, error) { return m.Count(reason) }
 }
 
 // qdiscs are the locked root qdiscs under test.

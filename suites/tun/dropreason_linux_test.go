@@ -1,25 +1,15 @@
 package tun
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
-	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // fullRingReason returns the value of SKB_DROP_REASON_FULL_RING, tun's
 // reason for a frame that found the ring full.
 func fullRingReason() (uint32, error) { return dropmon.Reason("SKB_DROP_REASON_FULL_RING") }
-
-// burstDropReason returns the value of SKB_DROP_REASON_QDISC_BURST_DROP:
-// with q->defer_list (7.2+), __dev_xmit_skb() frees a frame before the
-// qdisc when more than net.core.qdisc_max_burst wait on the list. The
-// sender gets ENOBUFS but neither the qdisc nor the device counts it.
-func burstDropReason() (uint32, error) {
-	return dropmon.Reason("SKB_DROP_REASON_QDISC_BURST_DROP")
-}
 
 // watchDrops counts kfree_skb drops by reason on the tap, until the test
 // ends.
@@ -38,20 +28,19 @@ func (te *tapEnv) watchDrops(t testing.TB) *dropmon.Monitor {
 }
 
 // burstDrops returns a counter of the frames __dev_xmit_skb() freed with
-// QDISC_BURST_DROP on the tap since now. On a kernel without that reason
-// there is no defer list and no such drop, and the counter stays 0.
+// SKB_DROP_REASON_QDISC_BURST_DROP on the tap since now: with
+// q->defer_list (7.2+) it frees a frame before the qdisc when more than
+// net.core.qdisc_max_burst wait on the list. The sender gets ENOBUFS but
+// neither the qdisc nor the device counts it. On a kernel without that
+// reason there is no defer list and no such drop, and the counter stays 0.
 func (te *tapEnv) burstDrops(t testing.TB) func() (uint64, error) {
 	t.Helper()
-	reason, err := burstDropReason()
-	if errors.Is(err, feature.ErrNotSupported) {
+	count, err := dropmon.Watch(t, te.e.NS, te.ifindex, "SKB_DROP_REASON_QDISC_BURST_DROP")
+	if err != nil {
 		t.Logf("no burst drops to count: %v", err)
 		return func() (uint64, error) { return 0, nil }
 	}
-	if err != nil {
-		t.Fatalf("probe QDISC_BURST_DROP: %v", err)
-	}
-	w := te.watchDrops(t)
-	return func() (uint64, error) { return w.Count(reason) }
+	return count
 }
 
 // burstWhy names the frames a ledger's Uncounted holds in the races.

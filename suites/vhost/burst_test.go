@@ -1,12 +1,9 @@
 package vhost
 
 import (
-	"errors"
-
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
-	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // burstDropReason is the drop reason of frames that __dev_xmit_skb() frees
@@ -25,18 +22,12 @@ const burstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), 
 func (r *rig) watchBurstDrops() func() uint64 {
 	tb := r.tb
 	tb.Helper()
-	reason, err := dropmon.Reason(burstDropReason)
-	if errors.Is(err, feature.ErrNotSupported) {
+	count, err := dropmon.Watch(tb, r.e.NS, r.link.Attrs().Index, burstDropReason)
+	if err != nil {
 		return func() uint64 { return 0 }
 	}
-	assert.NilError(tb, err, "look up %s", burstDropReason)
-	ino, err := dropmon.NetnsInode(int(r.e.NS))
-	assert.NilError(tb, err, "the rig's namespace")
-	m, err := dropmon.Attach(dropmon.Filter{Ifindex: r.link.Attrs().Index, NetnsInode: ino})
-	assert.NilError(tb, err, "count %s on %s", burstDropReason, tapName)
-	tb.Cleanup(func() { m.Close() })
 	return func() uint64 {
-		n, err := m.Count(reason)
+		n, err := count()
 		assert.NilError(tb, err)
 		return n
 	}
