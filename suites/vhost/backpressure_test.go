@@ -50,7 +50,7 @@ func TestBackpressure(t *testing.T) {
 					s := r.mustState()
 					return rv.got+s.Qdisc.Drops >= sent
 				})
-				st = r.mustState()
+				st = r.settled()
 				a = account(sent, rv.got, st)
 				assert.Equal(t, st.Link.TxDropped, uint64(0), "%v", a)
 				last := backlog[len(backlog)-1]

@@ -194,6 +194,28 @@ func (r *rig) mustState() state {
 	return s
 }
 
+// settleWindow is how long the tap's counters must stay still for settled
+// to call a wake-up finished.
+const settleWindow = 50 * time.Millisecond
+
+// settled waits until the tap's state stops moving: a wake-up that is
+// still moving frames from the qdisc into the ring (NET_TX softirq) must not
+// be sampled half-way. Bounded by wait.
+func (r *rig) settled() state {
+	r.tb.Helper()
+	prev := r.mustState()
+	since := time.Now()
+	s, err := counters.WaitFor(r.ctx, wait, r.state, func(s state) bool {
+		if s != prev {
+			prev, since = s, time.Now()
+			return false
+		}
+		return time.Since(since) >= settleWindow
+	})
+	assert.NilError(r.tb, err, "waiting for the tap's counters to settle")
+	return s
+}
+
 // waitState waits until ok accepts the tap's state, failing the test with
 // the last state seen.
 func (r *rig) waitState(what string, ok func(state) bool) state {
