@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/results"
@@ -54,7 +55,8 @@ func cmdBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-24s %-7s %-5s %8s %8s %8s %8s\n", "kernel", "backend", "accel", "median", "min", "max", "total")
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "kernel\tbackend\taccel\tmedian\tmin\tmax\ttotal\t")
 	for _, k := range ks {
 		for _, be := range backends {
 			v.backend = be
@@ -72,15 +74,16 @@ func cmdBench(args []string) error {
 				accel = out.Accel
 			}
 			slices.Sort(boots)
-			fmt.Printf("%-24s %-7s %-5s %8v %8v %8v %8v\n", k.Label(), be, accel,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\t%v\t%v\t\n", k.Label(), be, accel,
 				median(boots).Round(10*time.Millisecond), boots[0].Round(10*time.Millisecond),
 				boots[len(boots)-1].Round(10*time.Millisecond), median(totals).Round(10*time.Millisecond))
+			w.Flush()
 		}
 	}
-	return nil
+	return w.Flush()
 }
 
-// median of sorted-or-not durations.
+// median returns the middle of d (d need not be sorted).
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
