@@ -3,18 +3,20 @@ package vmtest
 import (
 	"regexp"
 	"strings"
+
+	"github.com/xmitcheck/xmitcheck/internal/splat"
 )
 
-// Splat kinds.
+// Splat kinds, as internal/splat names them.
 const (
-	KindWarning  = "WARNING"
-	KindBUG      = "BUG"
-	KindKASAN    = "KASAN"
-	KindUBSAN    = "UBSAN"
-	KindLockdep  = "lockdep"
-	KindPanic    = "panic"
-	KindRCUStall = "RCU stall"
-	KindHungTask = "hung task"
+	KindWarning  = splat.Warning
+	KindBUG      = splat.BUG
+	KindKASAN    = splat.KASAN
+	KindUBSAN    = splat.UBSAN
+	KindLockdep  = splat.Lockdep
+	KindPanic    = splat.Panic
+	KindRCUStall = splat.RCUStall
+	KindHungTask = splat.HungTask
 )
 
 // maxSplatLines bounds one report; longer ones are cut.
@@ -23,29 +25,6 @@ const maxSplatLines = 200
 // printkPrefix is the timestamp (and, with CONFIG_PRINTK_CALLER, the
 // caller) the kernel puts before each console line.
 var printkPrefix = regexp.MustCompile(`^\[\s*\d+\.\d+\](\[\s*[TC]\d+\])?\s?`)
-
-// triggers start a report, first match wins.
-var triggers = []struct {
-	re   *regexp.Regexp
-	kind string
-}{
-	{regexp.MustCompile(`^Kernel panic - not syncing`), KindPanic},
-	// A WARN_ON: "WARNING: CPU: 0 PID: 1 at file:line func" or, since
-	// 6.18, "WARNING: file:line at func, CPU#0: comm/pid".
-	{regexp.MustCompile(`^WARNING: (CPU: \d+|\S+:\d+ at )`), KindWarning},
-	// lockdep and RCU-lockdep headers: "WARNING: possible circular locking
-	// dependency detected", "inconsistent lock state", "suspicious RCU
-	// usage", "bad unlock balance detected!", ...
-	{regexp.MustCompile(`^WARNING: .*(lock|RCU)`), KindLockdep},
-	{regexp.MustCompile(`^WARNING: `), KindWarning},
-	{regexp.MustCompile(`^BUG: KASAN: `), KindKASAN},
-	{regexp.MustCompile(`^UBSAN: `), KindUBSAN},
-	{regexp.MustCompile(`^(BUG: |kernel BUG at )`), KindBUG},
-	{regexp.MustCompile(`^(rcu: )?INFO: rcu_\w+ (self-)?detected (stalls|stall)`), KindRCUStall},
-	{regexp.MustCompile(`^INFO: task .* blocked for more than \d+ seconds`), KindHungTask},
-	// An oops without a preceding BUG line (general protection faults).
-	{regexp.MustCompile(`^(Oops: |general protection fault)`), KindBUG},
-}
 
 // continuations are trigger lines that belong to the report already open:
 // the oops line after "BUG: unable to handle ...".
@@ -84,15 +63,13 @@ func (s *splatScanner) Line(line string) []Splat {
 			return s.Flush()
 		}
 	}
-	for _, t := range triggers {
-		if t.re.MatchString(body) {
-			done = s.Flush()
-			s.open = &Splat{Kind: t.kind, Lines: []string{line}}
-			if t.kind == KindPanic {
-				s.panicked = true
-			}
-			return done
+	if kind := splat.Start(body); kind != "" {
+		done = s.Flush()
+		s.open = &Splat{Kind: kind, Lines: []string{line}}
+		if kind == KindPanic {
+			s.panicked = true
 		}
+		return done
 	}
 	if s.open != nil {
 		s.open.Lines = append(s.open.Lines, line)

@@ -69,7 +69,7 @@ func readSplats(fd int) []string {
 		if err != nil || n <= 0 {
 			return splats
 		}
-		if msg, ok := splat(string(buf[:n])); ok {
+		if msg, ok := splatMessage(string(buf[:n])); ok {
 			splats = append(splats, msg)
 		}
 	}

@@ -7,9 +7,11 @@ import (
 )
 
 func TestSplat(t *testing.T) {
-	msg, ok := splat("4,1234,5678,-;WARNING: CPU: 1 PID: 7 at net/core/dev.c:3456 __dev_queue_xmit+0x1\n")
+	msg, ok := splatMessage("4,1234,5678,-;WARNING: CPU: 1 PID: 7 at net/core/dev.c:3456 __dev_queue_xmit+0x1\n")
 	assert.Assert(t, ok)
 	assert.Equal(t, msg, "WARNING: CPU: 1 PID: 7 at net/core/dev.c:3456 __dev_queue_xmit+0x1")
-	_, ok = splat("6,1235,5679,-;tun: Universal TUN/TAP device driver, 1.6\n")
+	_, ok = splatMessage("6,1235,5679,-;tun: Universal TUN/TAP device driver, 1.6\n")
 	assert.Assert(t, !ok)
+	_, ok = splatMessage("4,1236,5680,-;NETDEV WATCHDOG: tap0 (tun): transmit queue 0 timed out 5000 ms\n")
+	assert.Assert(t, ok, "a stalled tx queue is a splat for the transmit path")
 }
