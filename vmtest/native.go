@@ -38,15 +38,22 @@ type Native struct {
 // NewNative returns the native backend. Missing pieces (qemu, the init
 // binary) are reported by Run, each with what to do about it.
 func NewNative(opts NativeOptions) *Native {
-	if opts.Warn == nil {
-		opts.Warn = os.Stderr
+	opts.Warn, opts.CacheDir = commonDefaults(opts.Warn, opts.CacheDir)
+	return &Native{opts: opts}
+}
+
+// commonDefaults fills the options every VM backend has: warnings go to
+// stderr, the cache (KVM verdict, extracted images) under the user's.
+func commonDefaults(warn io.Writer, cacheDir string) (io.Writer, string) {
+	if warn == nil {
+		warn = os.Stderr
 	}
-	if opts.CacheDir == "" {
+	if cacheDir == "" {
 		if d, err := os.UserCacheDir(); err == nil {
-			opts.CacheDir = filepath.Join(d, "xmitcheck", "vmtest")
+			cacheDir = filepath.Join(d, "xmitcheck", "vmtest")
 		}
 	}
-	return &Native{opts: opts}
+	return warn, cacheDir
 }
 
 func (n *Native) Name() string { return "native" }

@@ -41,14 +41,7 @@ type Vng struct {
 
 // NewVng returns the vng backend; Run reports what is missing.
 func NewVng(opts VngOptions) *Vng {
-	if opts.Warn == nil {
-		opts.Warn = os.Stderr
-	}
-	if opts.CacheDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
-			opts.CacheDir = filepath.Join(d, "xmitcheck", "vmtest")
-		}
-	}
+	opts.Warn, opts.CacheDir = commonDefaults(opts.Warn, opts.CacheDir)
 	return &Vng{opts: opts}
 }
 
