@@ -8,7 +8,7 @@
 set -euo pipefail
 
 need_pkgs=()
-for p in qemu-system-x86 kmod busybox-static udev file python3-argcomplete python3-requests python3-pkg-resources clang llvm libbpf-dev; do
+for p in qemu-system-x86 kmod busybox-static udev file python3-argcomplete python3-requests python3-pkg-resources clang llvm libbpf-dev linux-libc-dev; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
 done
 if [ "$(id -u)" != 0 ] && { [ ${#need_pkgs[@]} -gt 0 ] || ! command -v vng >/dev/null; }; then
