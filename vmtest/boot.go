@@ -78,7 +78,7 @@ func boot(ctx context.Context, qemu string, c qemuConfig, job Job, ir *initramfs
 	done := make(chan struct{})
 	defer close(done)
 	exitErr := v.supervise(ctx, streams{
-		con: readLines(conR, done), out: acceptFrames(lnOut, done), ctl: acceptEvents(lnCtl, done),
+		con: readLines(conR, done), out: accept(lnOut, done, readFrame), ctl: accept(lnCtl, done, readEvent),
 		// Once qemu is gone, whoever never connected never will.
 		onExit: func() { lnOut.Close(); lnCtl.Close() },
 	}, job.Timeouts)
@@ -310,11 +310,11 @@ func readLines(r io.Reader, done <-chan struct{}) <-chan string {
 	return ch
 }
 
-// acceptFrames accepts one connection and sends the output frames it
-// reads until EOF; a broken frame ends the stream, and the verdict then
-// says what went missing.
-func acceptFrames(ln net.Listener, done <-chan struct{}) <-chan guest.Frame {
-	ch := make(chan guest.Frame, 64)
+// accept accepts one connection and sends what next decodes from it until
+// next fails (EOF, or a broken frame: the verdict then says what went
+// missing) or done is closed.
+func accept[T any](ln net.Listener, done <-chan struct{}, next func(*bufio.Reader) (T, error)) <-chan T {
+	ch := make(chan T, 64)
 	go func() {
 		defer close(ch)
 		c, err := ln.Accept()
@@ -324,8 +324,8 @@ func acceptFrames(ln net.Listener, done <-chan struct{}) <-chan guest.Frame {
 		defer c.Close()
 		br := bufio.NewReaderSize(c, 64<<10)
 		for {
-			f, err := guest.ReadFrame(br)
-			if err != nil || !send(ch, f, done) {
+			v, err := next(br)
+			if err != nil || !send(ch, v, done) {
 				return
 			}
 		}
@@ -333,29 +333,21 @@ func acceptFrames(ln net.Listener, done <-chan struct{}) <-chan guest.Frame {
 	return ch
 }
 
-// acceptEvents accepts one connection and sends the events it reads.
-func acceptEvents(ln net.Listener, done <-chan struct{}) <-chan guest.Event {
-	ch := make(chan guest.Event, 64)
-	go func() {
-		defer close(ch)
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		sc := bufio.NewScanner(c)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var ev guest.Event
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				ev = guest.Event{Ev: guest.EvError, Err: fmt.Sprintf("bad control line %q: %v", sc.Text(), err)}
-			}
-			if !send(ch, ev, done) {
-				return
-			}
-		}
-	}()
-	return ch
+// readFrame reads one output frame.
+func readFrame(br *bufio.Reader) (guest.Frame, error) { return guest.ReadFrame(br) }
+
+// readEvent decodes one JSON line of the control port; a line that does
+// not decode becomes an error event, so the run says what went wrong.
+func readEvent(br *bufio.Reader) (guest.Event, error) {
+	line, err := br.ReadBytes('\n')
+	if len(line) == 0 {
+		return guest.Event{}, err
+	}
+	var ev guest.Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		ev = guest.Event{Ev: guest.EvError, Err: fmt.Sprintf("bad control line %q: %v", line, err)}
+	}
+	return ev, nil
 }
 
 // limitedBuffer keeps the first max bytes written to it.
