@@ -164,35 +164,29 @@ func (r *Rig) Runs(tb testing.TB) []Run {
 // ingress device); it fails tb when the log wrapped.
 func (r *Rig) RawRuns(tb testing.TB) []bpfRun {
 	tb.Helper()
-	s := r.State(tb)
-	if s.Seq > r.Objs.Runs.MaxEntries() {
-		tb.Fatalf("runs log wrapped: %d runs logged, room for %d: push fewer frames", s.Seq, r.Objs.Runs.MaxEntries())
-	}
-	out := make([]bpfRun, 0, s.Seq)
-	for i := uint32(0); i < s.Seq; i++ {
-		var br bpfRun
-		if err := r.Objs.Runs.Lookup(i, &br); err != nil {
-			tb.Fatalf("read runs[%d]: %v", i, err)
-		}
-		out = append(out, br)
-	}
-	return out
+	return readLog[bpfRun](tb, r.Objs.Runs, r.State(tb).Seq, "runs log")
 }
 
 // Flushes reads the xdp_devmap_xmit log.
 func (r *Rig) Flushes(tb testing.TB) []bpfFlush {
 	tb.Helper()
-	s := r.State(tb)
-	if s.Flushes > r.Objs.Flushes.MaxEntries() {
-		tb.Fatalf("flush log wrapped: %d flushes, room for %d", s.Flushes, r.Objs.Flushes.MaxEntries())
+	return readLog[bpfFlush](tb, r.Objs.Flushes, r.State(tb).Flushes, "flush log")
+}
+
+// readLog reads the first n entries of an array map the programs append
+// to; it fails tb when the log wrapped (n beyond its room).
+func readLog[T any](tb testing.TB, m *ebpf.Map, n uint32, what string) []T {
+	tb.Helper()
+	if n > m.MaxEntries() {
+		tb.Fatalf("%s wrapped: %d entries logged, room for %d: push fewer frames", what, n, m.MaxEntries())
 	}
-	out := make([]bpfFlush, 0, s.Flushes)
-	for i := uint32(0); i < s.Flushes; i++ {
-		var f bpfFlush
-		if err := r.Objs.Flushes.Lookup(i, &f); err != nil {
-			tb.Fatalf("read flushes[%d]: %v", i, err)
+	out := make([]T, 0, n)
+	for i := uint32(0); i < n; i++ {
+		var v T
+		if err := m.Lookup(i, &v); err != nil {
+			tb.Fatalf("read %s[%d]: %v", what, i, err)
 		}
-		out = append(out, f)
+		out = append(out, v)
 	}
 	return out
 }
