@@ -35,3 +35,15 @@ func TestWaitForReportsLastValue(t *testing.T) {
 	_, err = WaitFor(context.Background(), time.Second, func() (int, error) { return 0, boom }, func(int) bool { return true })
 	assert.ErrorIs(t, err, boom)
 }
+
+func TestWaitSteady(t *testing.T) {
+	n := 0
+	moving := func() (int, error) { n++; return n, nil }
+	_, err := WaitSteady(context.Background(), 50*time.Millisecond, 10*time.Millisecond, moving)
+	assert.ErrorContains(t, err, "last observed")
+
+	still := func() (int, error) { return 7, nil }
+	v, err := WaitSteady(context.Background(), time.Second, 10*time.Millisecond, still)
+	assert.NilError(t, err)
+	assert.Equal(t, v, 7)
+}

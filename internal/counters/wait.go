@@ -32,3 +32,18 @@ func WaitFor[T any](ctx context.Context, timeout time.Duration, get func() (T, e
 		}
 	}
 }
+
+// WaitSteady samples get until its value has not changed for window, and
+// returns that value: a wake-up or a NAPI poll still moving frames must not
+// be read half-way. On timeout the error carries the last value observed.
+func WaitSteady[T comparable](ctx context.Context, timeout, window time.Duration, get func() (T, error)) (T, error) {
+	var last T
+	since := time.Time{}
+	return WaitFor(ctx, timeout, get, func(v T) bool {
+		if since.IsZero() || v != last {
+			last, since = v, time.Now()
+			return false
+		}
+		return time.Since(since) >= window
+	})
+}

@@ -91,14 +91,8 @@ func testLifecycle(t *testing.T, r *Rig, d Driver, hash bool) {
 	// Frames the driver sent last may still be in NAPI on the peer: read
 	// the program runs once nothing moves any more, or the last batch is
 	// received without being counted as passed.
-	quiet := func() (uint64, error) { n, _ := frames(); return uint64(n) + r.ReceivedAll(t), nil }
-	last, since := uint64(0), time.Now()
-	if _, err := counters.WaitFor(ctx, 20*time.Second, quiet, func(n uint64) bool {
-		if n != last {
-			last, since = n, time.Now()
-		}
-		return time.Since(since) >= 100*time.Millisecond
-	}); err != nil {
+	moved := func() (uint64, error) { n, _ := frames(); return uint64(n) + r.ReceivedAll(t), nil }
+	if _, err := counters.WaitSteady(ctx, 20*time.Second, 100*time.Millisecond, moved); err != nil {
 		t.Fatalf("traffic did not stop after the driver did: %v", err)
 	}
 

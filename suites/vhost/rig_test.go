@@ -203,15 +203,7 @@ const settleWindow = 50 * time.Millisecond
 // be sampled half-way. Bounded by wait.
 func (r *rig) settled() state {
 	r.tb.Helper()
-	prev := r.mustState()
-	since := time.Now()
-	s, err := counters.WaitFor(r.ctx, wait, r.state, func(s state) bool {
-		if s != prev {
-			prev, since = s, time.Now()
-			return false
-		}
-		return time.Since(since) >= settleWindow
-	})
+	s, err := counters.WaitSteady(r.ctx, wait, settleWindow, r.state)
 	assert.NilError(r.tb, err, "waiting for the tap's counters to settle")
 	return s
 }
