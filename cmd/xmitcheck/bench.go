@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/results"
 )
 
@@ -65,7 +66,7 @@ func cmdBench(args []string) error {
 			accel := ""
 			for range *n {
 				s := &resultSink{run: results.NewRun(k.Label())}
-				out, err := b.Run(ctx, k, v.job(k, bins), s)
+				out, err := b.Run(ctx, k, v.job(k, bins, feature.Expectation{}), s)
 				if err != nil {
 					return fmt.Errorf("%s on %s: %w", be, k.Label(), err)
 				}

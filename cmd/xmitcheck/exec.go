@@ -50,10 +50,14 @@ func cmdExec(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	e, _, err := v.expectation(k)
+	if err != nil {
+		return 0, err
+	}
 	b := v.newBackend(k, init)
 	s := &passSink{code: -1}
 	bin := vmtest.Binary{Name: filepath.Base(path), Path: path, Args: fs.Args()[1:]}
-	out, err := b.Run(ctx, k, v.job(k, []vmtest.Binary{bin}), s)
+	out, err := b.Run(ctx, k, v.job(k, []vmtest.Binary{bin}, e), s)
 	if err != nil {
 		if out != nil {
 			for _, l := range out.Console {

@@ -89,12 +89,13 @@ func cmdRun(args []string) (int, error) {
 	}
 
 	results.WriteSummary(human, runs)
+	results.WriteVerdicts(human, runs)
 	if err := writeReports(runs, *ktap, *junit); err != nil {
 		return 0, err
 	}
 	failed := false
 	for _, r := range runs {
-		failed = failed || r.Failed()
+		failed = failed || r.Failed() || r.Mismatched()
 	}
 	switch {
 	case crashed:
@@ -107,10 +108,15 @@ func cmdRun(args []string) (int, error) {
 	return exitOK, nil
 }
 
-// runOne runs the binaries on one kernel. A crash or hang is recorded in
-// the returned Run (and fails its running test); an error with a nil Run
-// means the run could not start.
+// runOne runs the binaries on one kernel and judges the seeds against the
+// kernel's expectation. A crash or hang is recorded in the returned Run
+// (and fails its running test); an error with a nil Run means the run could
+// not start.
 func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bins []vmtest.Binary, enc *json.Encoder, verbose bool, human io.Writer) (*results.Run, error) {
+	e, source, err := v.expectation(k)
+	if err != nil {
+		return nil, err
+	}
 	b := v.newBackend(k, init)
 	if p := progress(); p != nil {
 		fmt.Fprintf(p, "xmitcheck: running %d test binaries on %s (%s backend)…\n", len(bins), k.Label(), b.Name())
@@ -119,21 +125,23 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 	if verbose {
 		s.verbose = human
 	}
-	out, err := b.Run(ctx, k, v.job(k, bins), s)
+	out, err := b.Run(ctx, k, v.job(k, bins, e), s)
 	if s.err != nil {
 		return nil, s.err
 	}
 	if out != nil {
 		s.run.BootToFirstTest, s.run.Total = out.BootToFirstTest, out.Total
 	}
-	if err != nil {
-		if out != nil && len(out.Console) > 0 {
-			s.run.AttachKernel("console at the end", out.Console)
-		}
-		s.run.Finish(err)
-		return s.run, nil
+	if err != nil && out != nil && len(out.Console) > 0 {
+		s.run.AttachKernel("console at the end", out.Console)
 	}
-	s.run.Finish(nil)
+	s.run.Finish(err)
+	s.run.Judge(e, source)
+	if enc != nil {
+		for _, ev := range s.run.VerdictEvents() {
+			enc.Encode(ev)
+		}
+	}
 	return s.run, nil
 }
 

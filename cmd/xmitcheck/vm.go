@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
@@ -25,6 +26,7 @@ type vmFlags struct {
 	boot     time.Duration
 	idle     time.Duration
 	overall  time.Duration
+	expect   string
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {
@@ -37,6 +39,7 @@ func (v *vmFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&v.boot, "boot-timeout", 0, "longest time from qemu start to the guest's first word (0: the backend's, 60s native, 5m vng)")
 	fs.DurationVar(&v.idle, "idle-timeout", 0, "longest time without any output before the run counts as hung (0: 2m)")
 	fs.DurationVar(&v.overall, "timeout", 0, "longest time for one kernel's whole run (0: 30m)")
+	fs.StringVar(&v.expect, "expect", "", "what every kernel of the run must show, e.g. 000,003,004 or '!000' (seeds, features, xfail:ISSUE; see kernels/expectations); default: the kernel's line in kernels/expectations, else the seeds of "+kernels.ReferenceKernel)
 }
 
 func (v *vmFlags) check() error {
@@ -52,6 +55,9 @@ func (v *vmFlags) check() error {
 	}
 	if len(v.kernels) == 0 {
 		v.kernels = listFlag{kernels.DefaultKernel}
+	}
+	if _, err := feature.ParseExpectation(v.expect); err != nil {
+		return usagef("--expect: %v", err)
 	}
 	// What the run needs is checked before any kernel is fetched.
 	for _, name := range v.kernels {
@@ -86,12 +92,23 @@ func (v *vmFlags) resolve(ctx context.Context) ([]*kernels.Kernel, error) {
 	return ks, nil
 }
 
-// job returns a job for bins with the flags' sizes and timeouts.
-func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary) vmtest.Job {
+// expectation is what k must show and where that comes from: --expect, or
+// the expectation file.
+func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, error) {
+	if v.expect != "" {
+		e, err := feature.ParseExpectation(v.expect)
+		return e, "--expect " + v.expect, err
+	}
+	return kernels.Expect(k)
+}
+
+// job returns a job for bins with the flags' sizes and timeouts; the tests
+// learn e through their environment.
+func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary, e feature.Expectation) vmtest.Job {
 	return vmtest.Job{
 		Binaries: bins,
 		Modules:  kernels.GuestModules,
-		Env:      guestEnv(k),
+		Env:      guestEnv(k, e),
 		Timeouts: vmtest.Timeouts{Boot: v.boot, Idle: v.idle, Overall: v.overall},
 		Accel:    v.accel,
 		CPUs:     v.cpus,
@@ -99,13 +116,13 @@ func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary) vmtest.Job {
 	}
 }
 
-// guestEnv is the tests' environment in the guest: the catalog name of the
-// kernel (feature expectations key on it) and every XMITCHECK_* variable of
+// guestEnv is the tests' environment in the guest: the kernel's name, what
+// it must show (feature.ExpectEnv) and every other XMITCHECK_* variable of
 // the caller, so knobs reach tests as they would under plain go test.
-func guestEnv(k *kernels.Kernel) []string {
-	env := []string{"XMITCHECK_KERNEL=" + k.Name}
+func guestEnv(k *kernels.Kernel, e feature.Expectation) []string {
+	env := []string{"XMITCHECK_KERNEL=" + k.Name, feature.ExpectEnv + "=" + e.String()}
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "XMITCHECK_") && !strings.HasPrefix(kv, "XMITCHECK_KERNEL=") {
+		if strings.HasPrefix(kv, "XMITCHECK_") && !strings.HasPrefix(kv, "XMITCHECK_KERNEL=") && !strings.HasPrefix(kv, feature.ExpectEnv+"=") {
 			env = append(env, kv)
 		}
 	}

@@ -16,9 +16,6 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
-// featureName is the feature a kernel without drop reasons lacks.
-const featureName = "skb_drop_reason"
-
 // reasons returns the running kernel's enum skb_drop_reason and its BTF.
 func reasons() (*btf.Spec, *btf.Enum, error) {
 	spec, err := btf.LoadKernelSpec()
@@ -30,7 +27,7 @@ func reasons() (*btf.Spec, *btf.Enum, error) {
 	var e *btf.Enum
 	if err := spec.TypeByName("skb_drop_reason", &e); err != nil {
 		if errors.Is(err, btf.ErrNotFound) {
-			return nil, nil, feature.Unsupported(featureName, "kernel BTF has no enum skb_drop_reason")
+			return nil, nil, feature.Unsupported(feature.DropReasons, "kernel BTF has no enum skb_drop_reason")
 		}
 		return nil, nil, fmt.Errorf("kernel BTF enum skb_drop_reason: %w", err)
 	}
@@ -41,7 +38,7 @@ func reasons() (*btf.Spec, *btf.Enum, error) {
 // "SKB_DROP_REASON_FULL_RING") in the running kernel. A kernel without the
 // enum or without that member gets a feature.Unsupported error named after
 // the member.
-func Reason(name string) (uint32, error) {
+func Reason(name feature.Feature) (uint32, error) {
 	_, e, err := reasons()
 	if err != nil {
 		if errors.Is(err, feature.ErrNotSupported) {
@@ -50,7 +47,7 @@ func Reason(name string) (uint32, error) {
 		return 0, err
 	}
 	for _, v := range e.Values {
-		if v.Name == name {
+		if v.Name == string(name) {
 			return uint32(v.Value), nil
 		}
 	}
@@ -268,7 +265,7 @@ func (m *Monitor) Close() error {
 // cannot drop that way: Watch then returns the feature.Unsupported error
 // that says so, and the caller counts 0 or skips. Any other failure fails
 // tb.
-func Watch(tb testing.TB, ns netns.NsHandle, ifindex int, name string) (func() (uint64, error), error) {
+func Watch(tb testing.TB, ns netns.NsHandle, ifindex int, name feature.Feature) (func() (uint64, error), error) {
 	tb.Helper()
 	reason, err := Reason(name)
 	if errors.Is(err, feature.ErrNotSupported) {

@@ -1,7 +1,10 @@
-// Package feature holds the one "not supported" error of xmitcheck and the
-// rule that turns a failed probe into a skip: a probe decides, the skip names
-// the probe, and a kernel that the project expects to have the feature fails
-// instead of skipping, so a skip can never hide a regression.
+// Package feature holds what a kernel has and what the project expects of
+// it: the features suites probe, the seeds they validate, the known issues
+// they tolerate, and the one "not supported" error. Tests report through it
+// (Of, Require, Absent, Known) in records the runner reads back to give one
+// verdict per seed; a probe decides a skip and names itself, and a kernel
+// expected to have the feature fails instead, so a skip can never hide a
+// regression.
 package feature
 
 import (
@@ -15,8 +18,7 @@ var ErrNotSupported = errors.New("not supported")
 
 // UnsupportedError says which feature a probe found missing and how.
 type UnsupportedError struct {
-	// Feature names what was probed, e.g. "IFF_BACKPRESSURE".
-	Feature string
+	Feature Feature
 	// Probe says how the absence was observed, e.g. "TUNGETFEATURES=0x7173 lacks 0x80".
 	Probe string
 }
@@ -29,6 +31,6 @@ func (e *UnsupportedError) Error() string {
 func (e *UnsupportedError) Is(target error) bool { return target == ErrNotSupported }
 
 // Unsupported returns an *UnsupportedError.
-func Unsupported(feature, probe string, args ...any) error {
-	return &UnsupportedError{Feature: feature, Probe: fmt.Sprintf(probe, args...)}
+func Unsupported(f Feature, probe string, args ...any) error {
+	return &UnsupportedError{Feature: f, Probe: fmt.Sprintf(probe, args...)}
 }

@@ -2,40 +2,20 @@ package feature
 
 import (
 	"errors"
-	"os"
 	"testing"
 )
 
-// KernelEnv is the environment variable through which the runner tells a
-// test binary which catalog kernel it runs on ("debian:7.3"). Outside the
-// runner it is unset and no expectation applies.
-const KernelEnv = "XMITCHECK_KERNEL"
-
-// expected lists, per catalog kernel, the features whose absence is a
-// failure there. It is the project's statement of what each kernel contains
-// (see ../shared/kernels.md), kept apart from the probes that observe it.
-var expected = map[string][]string{
-	"debian:7.3":  {"IFF_BACKPRESSURE", "vhost-net", "fq_codel", "Qdisc.defer_list", "XDP live frames", "BPF_F_BROADCAST"},
-	"debian:7.2":  {"vhost-net", "fq_codel", "Qdisc.defer_list", "XDP live frames", "BPF_F_BROADCAST"},
-	"debian:6.12": {"vhost-net", "fq_codel", "XDP live frames", "BPF_F_BROADCAST"},
-	"debian:6.1":  {"vhost-net", "fq_codel", "XDP live frames", "BPF_F_BROADCAST"},
-	"debian:5.10": {"vhost-net", "fq_codel"},
+// Of tags tb, and the subtests it starts, as a test of seed: its failures
+// make the seed BROKEN on this kernel, its probes can make it absent.
+func Of(tb testing.TB, seed Seed) {
+	tb.Helper()
+	tb.Log(Record{Seed: seed}.String())
 }
 
-// Expected reports whether the kernel named by $XMITCHECK_KERNEL is expected
-// to have feature.
-func Expected(feature string) bool {
-	for _, f := range expected[os.Getenv(KernelEnv)] {
-		if f == feature {
-			return true
-		}
-	}
-	return false
-}
-
-// Require skips the test when err says the feature is not supported, and
-// fails it when the kernel was expected to have the feature or when err is a
-// real error. A nil err returns at once.
+// Require skips tb when err says a feature is not supported, naming the
+// probe; it fails tb when the kernel is expected to have the feature (the
+// expectation names it, or a seed it gates) or when err is a real error. A
+// nil err returns at once.
 func Require(tb testing.TB, err error) {
 	tb.Helper()
 	if err == nil {
@@ -45,8 +25,36 @@ func Require(tb testing.TB, err error) {
 	if !errors.As(err, &ue) {
 		tb.Fatalf("probe failed: %v", err)
 	}
-	if Expected(ue.Feature) {
-		tb.Fatalf("%v, but %s is expected to have it", err, os.Getenv(KernelEnv))
+	tb.Log(Record{Feature: ue.Feature, Absent: true, Why: ue.Probe}.String())
+	if e := Expected(); e.WantFeature(ue.Feature) {
+		tb.Fatalf("%v, but this kernel is expected to have it ($%s=%s)", err, ExpectEnv, e)
 	}
 	tb.Skip(err.Error())
+}
+
+// Absent ends tb on a kernel that showed the behaviour from before seed,
+// exactly (what the test observed in why): no probe of a feature can tell,
+// only the behaviour. Where the expectation says the seed is absent that is
+// an expected failure (XFAIL); anywhere else the test fails, so a kernel
+// without the seed never passes its test.
+func Absent(tb testing.TB, seed Seed, why string) {
+	tb.Helper()
+	tb.Log(Record{Seed: seed, Absent: true, Why: why}.String())
+	if want, ok := Expected().Seeds[seed]; ok && !want {
+		tb.Skipf("XFAIL seed %s absent, as expected: %s", seed, why)
+	}
+	tb.Fatalf("seed %s absent: %s", seed, why)
+}
+
+// Known ends tb as an expected failure (XFAIL) when the test observed
+// exactly the known issue and the expectation allows it on this kernel, or
+// judges nothing (a kernel outside the expectation file); anywhere else tb
+// fails: a kernel that was thought fixed has regressed.
+func Known(tb testing.TB, issue Issue, observed string) {
+	tb.Helper()
+	tb.Log(Record{Issue: issue, Why: observed}.String())
+	if e := Expected(); e.Known[issue] || e.Empty() {
+		tb.Skipf("XFAIL known kernel issue %s: %s", issue, observed)
+	}
+	tb.Fatalf("known kernel issue %s on a kernel expected to be free of it: %s", issue, observed)
 }

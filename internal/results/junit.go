@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/xml"
+	"fmt"
 	"io"
 	"strings"
 )
@@ -52,13 +53,36 @@ func WriteJUnit(w io.Writer, runs []*Run) error {
 						body = append(append(body, n.test.Output...), n.test.Kernel...)
 					}
 					c.Failure = &junitMessage{Message: "failed", Body: strings.Join(body, "\n")}
-				case Skip:
+				case Skip, XFail:
 					s.Skipped++
-					c.Skipped = &junitMessage{Message: n.test.Reason()}
+					msg := "XFAIL: expected failures in subtests"
+					if n.test != nil {
+						msg = n.test.Reason()
+					}
+					c.Skipped = &junitMessage{Message: msg}
 				}
 				s.Tests++
 				s.Cases = append(s.Cases, c)
 			})
+			out.Suites = append(out.Suites, s)
+		}
+		if len(r.Verdicts) > 0 || len(r.Misses) > 0 {
+			s := junitSuite{Name: r.Kernel + " " + VerdictPackage}
+			for _, v := range r.Verdicts {
+				c := junitCase{Class: VerdictPackage, Name: string(v.Seed)}
+				if v.Mismatch() {
+					s.Failures++
+					c.Failure = &junitMessage{Message: fmt.Sprintf("%s, want %s", v.State, v.Want), Body: v.Why}
+				}
+				s.Tests++
+				s.Cases = append(s.Cases, c)
+			}
+			for _, m := range r.Misses {
+				s.Tests++
+				s.Failures++
+				s.Cases = append(s.Cases, junitCase{Class: VerdictPackage, Name: "feature " + string(m.Feature),
+					Failure: &junitMessage{Message: "missing, expected present", Body: m.Test + ": " + m.Probe}})
+			}
 			out.Suites = append(out.Suites, s)
 		}
 		if r.Err != nil {

@@ -17,12 +17,19 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 	for i, r := range runs {
 		pkgs := r.tree()
 		ind := "    "
-		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", ind, ind, ktapName(r.Kernel), ind, len(pkgs))
+		n := len(pkgs)
+		if len(r.Verdicts) > 0 {
+			n++
+		}
+		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", ind, ind, ktapName(r.Kernel), ind, n)
 		for j, p := range pkgs {
 			writeNode(bw, ind, j+1, p)
 		}
+		if len(r.Verdicts) > 0 {
+			writeVerdicts(bw, ind, n, r)
+		}
 		st := Pass
-		if r.Failed() {
+		if r.Failed() || r.Mismatched() {
 			st = Fail
 		}
 		if r.Err != nil {
@@ -31,6 +38,33 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 		result(bw, "", i+1, r.Kernel, st, "")
 	}
 	return bw.Flush()
+}
+
+// writeVerdicts writes the run's verdicts as a subtest: one result per
+// seed, "ok" when the cell matches its expectation, its state and why in
+// the description and diagnostics.
+func writeVerdicts(w io.Writer, ind string, num int, r *Run) {
+	sub := ind + "    "
+	fmt.Fprintf(w, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", sub, sub, VerdictPackage, sub, len(r.Verdicts))
+	diag(w, sub, []string{"expectation: " + r.ExpectSource})
+	st := Pass
+	for i, v := range r.Verdicts {
+		desc := string(v.Seed) + " " + string(v.State)
+		if v.Want != "" {
+			desc += " (want " + string(v.Want) + ")"
+		}
+		diag(w, sub, []string{string(v.Seed) + ": " + v.Why})
+		vs := Pass
+		if v.Mismatch() {
+			vs, st = Fail, Fail
+		}
+		result(w, sub, i+1, desc, vs, "")
+	}
+	for _, m := range r.Misses {
+		diag(w, ind, []string{fmt.Sprintf("feature %s missing, expected present (%s): %s", m.Feature, m.Test, m.Probe)})
+		st = Fail
+	}
+	result(w, ind, num, VerdictPackage, st, "")
 }
 
 func writeNode(w io.Writer, ind string, num int, n *node) {
@@ -49,8 +83,10 @@ func writeNode(w io.Writer, ind string, num int, n *node) {
 		diag(w, ind, n.test.Kernel)
 	case st == Skip && len(n.children) > 0:
 		reason = "all subtests skipped"
-	case st == Skip && n.test != nil:
-		reason = n.test.Reason()
+	case st == XFail && len(n.children) > 0:
+		reason = "expected failures in subtests, no pass"
+	case (st == Skip || st == XFail) && n.test != nil:
+		reason = strings.TrimPrefix(n.test.Reason(), "XFAIL ")
 	}
 	result(w, ind, num, n.name, st, reason)
 }
@@ -61,14 +97,11 @@ func result(w io.Writer, ind string, num int, name string, st Status, reason str
 		ok = "not ok"
 	}
 	fmt.Fprintf(w, "%s%s %d %s", ind, ok, num, ktapName(name))
-	if st == Skip {
-		// A test that skips because a known kernel defect showed up
-		// exactly as expected is kselftest's XFAIL.
-		directive := "SKIP"
-		if r, ok := strings.CutPrefix(reason, "XFAIL "); ok {
-			directive, reason = "XFAIL", r
-		}
-		fmt.Fprintf(w, " # %s %s", directive, strings.ReplaceAll(reason, "#", ""))
+	switch st {
+	case Skip:
+		fmt.Fprintf(w, " # SKIP %s", strings.ReplaceAll(reason, "#", ""))
+	case XFail:
+		fmt.Fprintf(w, " # XFAIL %s", strings.ReplaceAll(reason, "#", ""))
 	}
 	fmt.Fprintln(w)
 }

@@ -5,8 +5,11 @@
 package results
 
 import (
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // Event is one `go test -json` event (cmd/test2json's TestEvent) with the
@@ -19,6 +22,12 @@ type Event struct {
 	Elapsed float64 `json:",omitempty"`
 	Output  string  `json:",omitempty"`
 	Kernel  string  `json:",omitempty"`
+	// Verdict, Want and Why are set on the events of VerdictEvents: one
+	// per seed and kernel, a test "SEED" of the package "verdicts" that
+	// passes when the cell matches its expectation.
+	Verdict State  `json:",omitempty"`
+	Want    State  `json:",omitempty"`
+	Why     string `json:",omitempty"`
 }
 
 // Status is a test's verdict.
@@ -28,6 +37,10 @@ const (
 	Pass Status = "pass"
 	Fail Status = "fail"
 	Skip Status = "skip"
+	// XFail is a skip whose reason starts with "XFAIL ": the test saw a
+	// known defect, or a seed's absence, exactly where the expectation
+	// allows it (feature.Known, feature.Absent). It is counted apart.
+	XFail Status = "xfail"
 )
 
 // Test is one test (or subtest) and what it printed.
@@ -71,8 +84,14 @@ type Run struct {
 	Err error
 	// BootToFirstTest and Total are the run's timings, when known.
 	BootToFirstTest, Total time.Duration
-	byName                 map[string]*Test
-	running                []*Test
+	// Expect is what the kernel must show and ExpectSource where that
+	// came from; Verdicts and Misses are Judge's findings.
+	Expect       feature.Expectation
+	ExpectSource string
+	Verdicts     []Verdict
+	Misses       []FeatureMiss
+	byName       map[string]*Test
+	running      []*Test
 }
 
 // NewRun starts the record of one kernel's run.
@@ -100,6 +119,9 @@ func (r *Run) Add(e Event) {
 		t.Output = append(t.Output, strings.TrimSuffix(e.Output, "\n"))
 	case "pass", "fail", "skip":
 		t.Status = Status(e.Action)
+		if t.Status == Skip && strings.HasPrefix(t.Reason(), "XFAIL ") {
+			t.Status = XFail
+		}
 		if len(t.Kernel) > 0 {
 			t.Status = Fail
 		}
@@ -152,14 +174,28 @@ func (r *Run) Finish(err error) {
 	r.running = nil
 }
 
-// Counts returns how many leaf tests passed, failed and were skipped. A
-// package whose binary failed with no failing test (a panic, a leak found by
-// TestMain) counts as one failure.
-func (r *Run) Counts() (pass, fail, skip int) {
+// Tally is how many leaf tests ended each way.
+type Tally struct {
+	Pass, Fail, Skip, XFail int
+}
+
+func (t Tally) add(u Tally) Tally {
+	return Tally{t.Pass + u.Pass, t.Fail + u.Fail, t.Skip + u.Skip, t.XFail + u.XFail}
+}
+
+func (t Tally) String() string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped, %d xfail", t.Pass, t.Fail, t.Skip, t.XFail)
+}
+
+// Counts tallies the leaf tests. A package whose binary failed with no
+// failing test (a panic, a leak found by TestMain) counts as one failure,
+// and so does a run that failed without a failing test.
+func (r *Run) Counts() Tally {
+	var c Tally
 	for _, t := range r.Tests {
 		if t.Name == "" {
 			if t.Status == Fail && !r.anyFailed(t.Package) {
-				fail++
+				c.Fail++
 			}
 			continue
 		}
@@ -168,17 +204,19 @@ func (r *Run) Counts() (pass, fail, skip int) {
 		}
 		switch t.Status {
 		case Pass:
-			pass++
+			c.Pass++
 		case Fail:
-			fail++
+			c.Fail++
 		case Skip:
-			skip++
+			c.Skip++
+		case XFail:
+			c.XFail++
 		}
 	}
-	if r.Err != nil && fail == 0 {
-		fail++
+	if r.Err != nil && c.Fail == 0 {
+		c.Fail++
 	}
-	return pass, fail, skip
+	return c
 }
 
 func (r *Run) anyFailed(pkg string) bool {
@@ -201,6 +239,5 @@ func (r *Run) hasChildren(t *Test) bool {
 
 // Failed reports whether anything in the run failed.
 func (r *Run) Failed() bool {
-	_, f, _ := r.Counts()
-	return f > 0
+	return r.Counts().Fail > 0
 }

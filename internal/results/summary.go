@@ -3,16 +3,20 @@ package results
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
-// WriteSummary writes, per kernel, its verdict line and the output of every
-// failed test, then the plain closing line "N passed, N failed, N skipped".
+// WriteSummary writes, per kernel, its tally line and the output of every
+// failed test, then the closing tally of all kernels.
 func WriteSummary(w io.Writer, runs []*Run) {
-	var tp, tf, ts int
+	var total Tally
 	for _, r := range runs {
-		p, f, s := r.Counts()
-		tp, tf, ts = tp+p, tf+f, ts+s
+		c := r.Counts()
+		total = total.add(c)
 		for _, t := range r.Tests {
 			if t.Status != Fail || r.hasChildren(t) || (t.Name == "" && r.anyFailed(t.Package)) {
 				continue
@@ -30,10 +34,91 @@ func WriteSummary(w io.Writer, runs []*Run) {
 		if r.Total > 0 {
 			timing = fmt.Sprintf(" (boot-to-first-test %v, total %v)", r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
 		}
-		fmt.Fprintf(w, "%s: %d passed, %d failed, %d skipped%s\n", r.Kernel, p, f, s, timing)
+		fmt.Fprintf(w, "%s: %v%s\n", r.Kernel, c, timing)
 		if r.Err != nil {
 			fmt.Fprintf(w, "%s: %v\n", r.Kernel, r.Err)
 		}
 	}
-	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", tp, tf, ts)
+	fmt.Fprintln(w, total)
+}
+
+// WriteVerdicts writes the verdict table (a row per seed, a column per
+// kernel; a cell that differs from its expectation carries "≠ want"), then
+// a line for every cell that is not plainly present: the probe and what it
+// read, the failing test and its first failing line, or the error; then
+// every expected feature a probe found missing.
+func WriteVerdicts(w io.Writer, runs []*Run) {
+	header := []string{"seed"}
+	for _, r := range runs {
+		header = append(header, r.Kernel)
+	}
+	rows := [][]string{header}
+	for _, s := range feature.Seeds {
+		row, any := []string{string(s.Seed)}, false
+		for _, r := range runs {
+			cell := "—"
+			if v, ok := r.verdict(s.Seed); ok {
+				cell, any = string(v.State), true
+				if v.Mismatch() && v.Want != "" && v.Want != v.State {
+					cell += " ≠ " + string(v.Want)
+				}
+			}
+			row = append(row, cell)
+		}
+		if any {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 1 {
+		return
+	}
+	fmt.Fprintln(w, "verdicts:")
+	writeTable(w, rows)
+	for _, r := range runs {
+		for _, v := range r.Verdicts {
+			if v.State == Present && !v.Mismatch() {
+				continue
+			}
+			want := ""
+			if v.Want != "" {
+				want = " (want " + string(v.Want) + ")"
+			}
+			fmt.Fprintf(w, "  %s %s %s%s: %s\n", r.Kernel, v.Seed, v.State, want, v.Why)
+		}
+		for _, m := range r.Misses {
+			fmt.Fprintf(w, "  %s feature %s missing, expected present (%s): %s\n", r.Kernel, m.Feature, m.Test, m.Probe)
+		}
+		if len(r.Verdicts) > 0 {
+			fmt.Fprintf(w, "  %s expectation: %s\n", r.Kernel, r.ExpectSource)
+		}
+	}
+}
+
+func (r *Run) verdict(s feature.Seed) (Verdict, bool) {
+	for _, v := range r.Verdicts {
+		if v.Seed == s {
+			return v, true
+		}
+	}
+	return Verdict{}, false
+}
+
+// writeTable writes rows as left-aligned columns.
+func writeTable(w io.Writer, rows [][]string) {
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
+			b.WriteString(c)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		fmt.Fprintln(w, "  "+b.String())
+	}
 }

@@ -55,6 +55,8 @@ func (n *node) status() Status {
 		}
 		return n.test.Status
 	}
+	// Any pass makes the parent pass; else an expected failure makes it
+	// XFAIL, not a skip.
 	all := Skip
 	for _, c := range n.children {
 		switch c.status() {
@@ -62,6 +64,10 @@ func (n *node) status() Status {
 			return Fail
 		case Pass:
 			all = Pass
+		case XFail:
+			if all == Skip {
+				all = XFail
+			}
 		}
 	}
 	return all

@@ -61,7 +61,7 @@ func ProbeBackpressure() error {
 		return err
 	}
 	if f&IFFBackpressure == 0 {
-		return feature.Unsupported("IFF_BACKPRESSURE", "TUNGETFEATURES=%#x lacks %#x", f, IFFBackpressure)
+		return feature.Unsupported(feature.IFFBackpressure, "TUNGETFEATURES=%#x lacks %#x", f, IFFBackpressure)
 	}
 	return nil
 }

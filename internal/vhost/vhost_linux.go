@@ -41,7 +41,7 @@ func Open(cfg Config) (*Net, error) {
 	}
 	fd, err := unix.Open("/dev/vhost-net", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) {
-		return nil, feature.Unsupported("vhost-net", "open /dev/vhost-net: %v", err)
+		return nil, feature.Unsupported(feature.VhostNet, "open /dev/vhost-net: %v", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/vhost-net: %w (run as root)", err)

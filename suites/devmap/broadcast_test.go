@@ -17,6 +17,7 @@ import (
 // BPF_F_EXCLUDE_INGRESS the entry that points at the ingress device gets
 // none. Both need 5.14+ (the same release as seed 004).
 func TestBroadcast(t *testing.T) {
+	feature.Of(t, feature.Seed004)
 	for _, tc := range []struct {
 		name    string
 		exclude bool
@@ -100,6 +101,6 @@ func clonesMisplaced(t *testing.T, got, want []Run, last uint32) {
 		}
 	}
 	if wrong > 0 {
-		expectedFailure(t, "LiveFrames/BroadcastCopies", fmt.Sprintf("%d devmap program runs on broadcast copies read frame number 0 from the payload; order, devices and programs as expected", wrong))
+		expectedFailure(t, feature.IssueLiveFramesClone, fmt.Sprintf("%d devmap program runs on broadcast copies read frame number 0 from the payload; order, devices and programs as expected", wrong))
 	}
 }

@@ -83,7 +83,7 @@ var ProbeLiveFrames = func() func(*ebpf.Program) error {
 			})
 			switch {
 			case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.E2BIG) || errors.Is(err, ebpf.ErrNotSupported):
-				result = feature.Unsupported("XDP live frames", "BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES and batch_size 1 returned %v", err)
+				result = feature.Unsupported(feature.XDPLiveFrames, "BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES and batch_size 1 returned %v", err)
 			case err != nil:
 				result = fmt.Errorf("probe BPF_F_TEST_XDP_LIVE_FRAMES: %w", err)
 			}
@@ -165,14 +165,14 @@ func attachBurst(r *Rig) error {
 		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: r.Sender.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
 		QdiscType:  "clsact",
 	}
-	unsupported := func(what string, err error) error {
+	unsupported := func(f feature.Feature, err error) error {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-			return feature.Unsupported("tc "+what, "adding it to in0p returned %v (load sch_ingress and cls_bpf)", err)
+			return feature.Unsupported(f, "adding it to in0p returned %v (load sch_ingress and cls_bpf)", err)
 		}
-		return fmt.Errorf("add tc %s to in0p: %w", what, err)
+		return fmt.Errorf("add tc %s to in0p: %w", f, err)
 	}
 	if err := r.Env.Handle.QdiscAdd(qd); err != nil {
-		return unsupported("clsact qdisc", err)
+		return unsupported(feature.TCClsact, err)
 	}
 	f := &netlink.BpfFilter{
 		FilterAttrs: netlink.FilterAttrs{
@@ -187,7 +187,7 @@ func attachBurst(r *Rig) error {
 		DirectAction: true,
 	}
 	if err := r.Env.Handle.FilterAdd(f); err != nil {
-		return unsupported("bpf filter", err)
+		return unsupported(feature.TCBPFFilter, err)
 	}
 	return nil
 }
@@ -201,7 +201,7 @@ func ProbeBroadcast(r *Rig) error {
 		return fmt.Errorf("probe BPF_F_BROADCAST: %w", err)
 	}
 	if ret != 4 { // XDP_REDIRECT
-		return feature.Unsupported("BPF_F_BROADCAST", "bpf_redirect_map with BPF_F_BROADCAST returned %d, not XDP_REDIRECT, in BPF_PROG_TEST_RUN", ret)
+		return feature.Unsupported(feature.BPFBroadcast, "bpf_redirect_map with BPF_F_BROADCAST returned %d, not XDP_REDIRECT, in BPF_PROG_TEST_RUN", ret)
 	}
 	return nil
 }

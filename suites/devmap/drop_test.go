@@ -6,6 +6,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // TestDevmapDrop/CountedAtFlush: frames the devmap program drops are not
@@ -13,6 +15,7 @@ import (
 // reported by xdp:xdp_devmap_xmit as drops of their flush — one event per
 // flushed queue, sent=0 drops=16 — and by no device counter.
 func TestDevmapDrop(t *testing.T) {
+	feature.Of(t, feature.Seed004)
 	t.Run("CountedAtFlush", func(t *testing.T) {
 		eachDriver(t, true, func(t *testing.T, r *Rig, d Driver) {
 			ctx := withDeadline(t)

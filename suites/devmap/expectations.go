@@ -1,20 +1,24 @@
 package devmap
 
-import "testing"
+import (
+	"testing"
 
-// KnownIssues lists kernel behaviours this suite judges to be defects
-// against the seed's stated semantics but that every kernel with the seed
-// shows. A test that observes exactly the documented defect reports it as an
-// expected failure (a skip whose reason starts with "XFAIL"); any other
-// wrong behaviour still fails, and a kernel without the defect passes.
-var KnownIssues = map[string]string{
-	"TestSameDevice/TwoEntriesTwoPrograms": "" +
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+)
+
+// KnownIssues explains the kernel defects this suite meets. A test that
+// observes exactly the documented defect reports it through feature.Known:
+// an expected failure (XFAIL) on the kernels the expectation file lists it
+// for, a failure anywhere else; any other wrong behaviour fails, and a
+// kernel without the defect passes.
+var KnownIssues = map[feature.Issue]string{
+	feature.IssueDevmapSameDevice: "" +
 		"seed 004 says the flush sorts frames by destination devmap entry and runs that entry's program over them; " +
 		"but the bulk queue is per device (dev->xdp_bulkq) and bq_enqueue latches bq->xdp_prog from the first frame " +
 		"of the NAPI cycle, so when two entries point at one device with different programs, every frame of the bulk " +
 		"runs the program of the entry enqueued first and the other entry's program never runs for its frames. " +
 		"Before the seed (5.10) each frame ran its own entry's program at enqueue.",
-	"LiveFrames/BroadcastCopies": "" +
+	feature.IssueLiveFramesClone: "" +
 		"in BPF_PROG_TEST_RUN's live-frames mode the xdp_frame sits 40 bytes before data_hard_start " +
 		"(struct xdp_page_head), so xdpf_clone, which assumes the frame at data_hard_start, copies from 40 bytes too early " +
 		"and every broadcast copy but the last is shifted garbage. A bug of the test runner, not of seed 004: fixed in 6.3 " +
@@ -22,13 +26,10 @@ var KnownIssues = map[string]string{
 		"the veth driver carries the broadcast test on such kernels.",
 }
 
-// expectedFailure skips tb as an expected failure for the known issue key,
-// with what was observed.
-func expectedFailure(tb testing.TB, key, observed string) {
+// expectedFailure reports the known issue as observed, with its
+// explanation.
+func expectedFailure(tb testing.TB, issue feature.Issue, observed string) {
 	tb.Helper()
-	why, ok := KnownIssues[key]
-	if !ok {
-		tb.Fatalf("internal: no known issue %q", key)
-	}
-	tb.Skipf("XFAIL known kernel issue %s: %s Observed: %s", key, why, observed)
+	tb.Log(KnownIssues[issue])
+	feature.Known(tb, issue, observed)
 }

@@ -9,6 +9,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/kmsg"
 )
 
@@ -22,6 +23,7 @@ import (
 //     the batch in flight (the queue latched it), never after;
 //   - the kernel logs no splat and gains no splat taint (internal/kmsg).
 func TestLifecycle(t *testing.T) {
+	feature.Of(t, feature.Seed004)
 	for _, hash := range []bool{false, true} {
 		name := "ChangeEntriesWhileFlowing"
 		if hash {

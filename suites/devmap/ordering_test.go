@@ -6,6 +6,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // TestOrdering checks seed 004's central claim: the devmap program runs when
@@ -15,6 +17,7 @@ import (
 // kernel that matches EnqueueTime instead fails with "devmap program ran at
 // enqueue time".
 func TestOrdering(t *testing.T) {
+	feature.Of(t, feature.Seed004)
 	cases := []struct {
 		name          string
 		frames, batch int

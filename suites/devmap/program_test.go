@@ -6,6 +6,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 const xdpRedirect = 4 // enum xdp_action XDP_REDIRECT
@@ -18,6 +20,7 @@ const xdpRedirect = 4 // enum xdp_action XDP_REDIRECT
 // before the seed the devmap program saw no metadata). Frames are identified
 // by the number the main program writes into their payload.
 func TestDevmapProgram(t *testing.T) {
+	feature.Of(t, feature.Seed004)
 	t.Run("EgressAndMetadata", func(t *testing.T) {
 		for _, hash := range []bool{false, true} {
 			name := "Devmap"

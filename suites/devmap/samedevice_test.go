@@ -6,6 +6,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // TestSameDevice/TwoEntriesTwoPrograms: two devmap entries point at one
@@ -14,6 +16,7 @@ import (
 // its own entry's program. Kernels with the seed run the first-enqueued
 // entry's program for the whole bulk: a known issue (see KnownIssues).
 func TestSameDevice(t *testing.T) {
+	feature.Of(t, feature.Seed004)
 	t.Run("TwoEntriesTwoPrograms", func(t *testing.T) {
 		eachDriver(t, true, func(t *testing.T, r *Rig, d Driver) {
 			ctx := withDeadline(t)
@@ -43,7 +46,7 @@ func TestSameDevice(t *testing.T) {
 			}
 			observed := fmt.Sprintf("%d of %d frames ran another entry's program (%s, …)", len(wrong), frames, wrong[0])
 			if Equal(got, onlyD(FlushTime(tr, entries))) {
-				expectedFailure(t, "TestSameDevice/TwoEntriesTwoPrograms", observed)
+				expectedFailure(t, feature.IssueDevmapSameDevice, observed)
 			}
 			t.Fatalf("%s; runs %v", observed, got)
 		})

@@ -5,12 +5,15 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // TestModel checks the two models against the patterns measured and
 // documented in ../shared/kernels.md, so the exact expectations the kernel
 // tests use are themselves pinned.
 func TestModel(t *testing.T) {
+	feature.Of(t, feature.Seed004)
 	one := map[uint32]Entry{0: {Dev: 10, Prog: progA}}
 	for _, tc := range []struct {
 		name  string

@@ -1,9 +1,7 @@
 package qdisc
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
@@ -30,24 +28,15 @@ func probeDeferList() error {
 			return nil
 		}
 	}
-	return feature.Unsupported("Qdisc.defer_list", "BTF struct Qdisc (%d members) has no defer_list", len(q.Members))
+	return feature.Unsupported(feature.QdiscDeferList, "BTF struct Qdisc (%d members) has no defer_list", len(q.Members))
 }
 
-// TestDeferList states whether the seed 003 fast path can exist on this
-// kernel. It is a fact for the log, never a reason to skip: the no-stall
-// tests run everywhere. It fails only when BTF cannot be read, or when the
-// kernel is expected to have defer_list and has not.
+// TestDeferList probes for the struct member seed 003's fast path reads:
+// a kernel without it cannot have the seed (003 absent, naming this probe),
+// and one expected to have it fails. Whether the fast path is live is
+// TestFastPath's to observe, never inferred from the member.
 func TestDeferList(t *testing.T) {
-	err := probeDeferList()
-	switch {
-	case err == nil:
-		t.Log("struct Qdisc has defer_list: __netif_schedule() may skip NET_TX_SOFTIRQ (seed 003 fast path is live)")
-	case errors.Is(err, feature.ErrNotSupported):
-		if feature.Expected("Qdisc.defer_list") {
-			t.Fatalf("%v, but %s is expected to have it", err, os.Getenv(feature.KernelEnv))
-		}
-		t.Logf("%v: every __netif_schedule() raises NET_TX_SOFTIRQ (no seed 003 fast path)", err)
-	default:
-		t.Fatal(err)
-	}
+	feature.Of(t, feature.Seed003)
+	feature.Require(t, probeDeferList())
+	t.Log("struct Qdisc has defer_list")
 }

@@ -8,6 +8,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 )
 
@@ -25,6 +26,7 @@ const (
 // stopped and never woken, a qdisc nobody runs) fails with the qdisc and
 // device state of the moment.
 func TestProgress(t *testing.T) {
+	feature.Of(t, feature.Seed003)
 	n := 2 * runtime.NumCPU()
 	for _, p := range paths {
 		for _, kind := range qdiscs {

@@ -191,7 +191,7 @@ func tapReader(tb testing.TB, e *netenv.Env, flags uint16, ring int) *rig {
 // without SKB_DROP_REASON_QDISC_BURST_DROP leaves r.burst nil.
 func (r *rig) countBurstDrops(tb testing.TB) {
 	tb.Helper()
-	count, err := dropmon.Watch(tb, r.e.NS, r.dev.Attrs().Index, "SKB_DROP_REASON_QDISC_BURST_DROP")
+	count, err := dropmon.Watch(tb, r.e.NS, r.dev.Attrs().Index, feature.DropReasonQdiscBurst)
 	if err == nil {
 		r.burst = count
 	}
@@ -213,7 +213,7 @@ func (r *rig) setQdisc(tb testing.TB, kind string) {
 		q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: r.dev.Attrs().Index, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
 		err := r.e.Handle.QdiscReplace(q)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-			err = feature.Unsupported("fq_codel", "RTM_NEWQDISC fq_codel on %s: %v", r.dev.Attrs().Name, err)
+			err = feature.Unsupported(feature.FqCodel, "RTM_NEWQDISC fq_codel on %s: %v", r.dev.Attrs().Name, err)
 		}
 		if err != nil {
 			feature.Require(tb, err)

@@ -7,6 +7,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
@@ -18,6 +19,7 @@ import (
 // nothing; and the queue wakes after R/2 reads, not before. Every subtest
 // skips with the probe's reason on a kernel without the flag.
 func TestBackpressure(t *testing.T) {
+	feature.Of(t, feature.Seed000Tun)
 	for _, tc := range []struct {
 		name       string
 		ring, n    int

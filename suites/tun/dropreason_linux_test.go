@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // fullRingReason returns the value of SKB_DROP_REASON_FULL_RING, tun's
 // reason for a frame that found the ring full.
-func fullRingReason() (uint32, error) { return dropmon.Reason("SKB_DROP_REASON_FULL_RING") }
+func fullRingReason() (uint32, error) { return dropmon.Reason(feature.DropReasonFullRing) }
 
 // watchDrops counts kfree_skb drops by reason on the tap, until the test
 // ends.
@@ -35,7 +36,7 @@ func (te *tapEnv) watchDrops(t testing.TB) *dropmon.Monitor {
 // reason there is no defer list and no such drop, and the counter stays 0.
 func (te *tapEnv) burstDrops(t testing.TB) func() (uint64, error) {
 	t.Helper()
-	count, err := dropmon.Watch(t, te.e.NS, te.ifindex, "SKB_DROP_REASON_QDISC_BURST_DROP")
+	count, err := dropmon.Watch(t, te.e.NS, te.ifindex, feature.DropReasonQdiscBurst)
 	if err != nil {
 		t.Logf("no burst drops to count: %v", err)
 		return func() (uint64, error) { return 0, nil }

@@ -9,6 +9,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
@@ -79,6 +80,7 @@ func (m *mqTap) waitQueues(t *testing.T, what string, ok func(queueState) bool) 
 // ring is full (stopped, with the flag) does not block the other, and a
 // queue detached and re-attached while stopped leaves nothing stalled.
 func TestMultiQueue(t *testing.T) {
+	feature.Of(t, feature.Seed000Tun)
 	for _, v := range variants {
 		t.Run("OthersFlow/"+v.name, func(t *testing.T) {
 			o := tapOpts{ring: 16, limit: 1000, flags: v.flags}

@@ -7,6 +7,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
@@ -45,6 +46,7 @@ func (te *tapEnv) refill(t *testing.T, s *traffic.Sender, r *traffic.Reader, n i
 // each step bounded by a deadline. Frames the kernel frees without a counter
 // are named in the ledger's "uncounted".
 func TestNoStall(t *testing.T) {
+	feature.Of(t, feature.Seed000Tun)
 	for _, v := range variants {
 		t.Run("DrainFlushesBacklog/"+v.name, func(t *testing.T) {
 			o := tapOpts{ring: 16, limit: 1000, flags: v.flags}

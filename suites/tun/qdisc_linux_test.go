@@ -19,7 +19,7 @@ func (te *tapEnv) fqCodel(l netlink.Link) error {
 	q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
 	err := te.e.Handle.QdiscReplace(q)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-		return feature.Unsupported("fq_codel", "RTM_NEWQDISC fq_codel: %v", err)
+		return feature.Unsupported(feature.FqCodel, "RTM_NEWQDISC fq_codel: %v", err)
 	}
 	if err != nil {
 		return fmt.Errorf("replace root qdisc of %s with fq_codel: %w", l.Attrs().Name, err)

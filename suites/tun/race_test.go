@@ -14,6 +14,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
@@ -37,6 +38,7 @@ const (
 // frames (the races the seed's LLTX comment expects); stock tail-drop has
 // no budget.
 func TestRace(t *testing.T) {
+	feature.Of(t, feature.Seed000Tun)
 	for _, threads := range []int{2, 4} {
 		for _, v := range variants {
 			t.Run(fmt.Sprintf("threads=%d/%s", threads, v.name), func(t *testing.T) {

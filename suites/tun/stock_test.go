@@ -16,6 +16,7 @@ import (
 // answer: TUNGETFEATURES offers 0x80 exactly when TUNSETIFF keeps it (read
 // back with TUNGETIFF), and a kernel expected to have it does.
 func TestProbe(t *testing.T) {
+	feature.Of(t, feature.Seed000Tun)
 	features, err := tuntap.Features()
 	assert.NilError(t, err)
 	probe := tuntap.ProbeBackpressure()
@@ -26,8 +27,8 @@ func TestProbe(t *testing.T) {
 	assert.NilError(t, err)
 	kept := flags&tuntap.IFFBackpressure != 0
 	assert.Check(t, is.Equal(kept, probe == nil), "TUNGETFEATURES %#x, TUNGETIFF flags after TUNSETIFF with 0x80: %#x", features, flags)
-	if feature.Expected("IFF_BACKPRESSURE") {
-		assert.Check(t, probe, "kernel %s is expected to offer IFF_BACKPRESSURE", feature.KernelEnv)
+	if e := feature.Expected(); e.WantFeature(feature.IFFBackpressure) {
+		assert.Check(t, probe, "this kernel is expected to offer IFF_BACKPRESSURE ($%s=%s)", feature.ExpectEnv, e)
 	}
 }
 
@@ -38,6 +39,7 @@ func TestProbe(t *testing.T) {
 // the flag (seed 000 as first merged, seed 002) is seen, and fails:
 // backpressure is expected only with the flag, offered, and a qdisc.
 func TestClassify(t *testing.T) {
+	feature.Of(t, feature.Seed000Tun)
 	const ring, extra = 16, 32
 	offered := tuntap.ProbeBackpressure() == nil
 	for _, flag := range []bool{false, true} {
@@ -105,6 +107,7 @@ func TestClassify(t *testing.T) {
 // in tx_dropped (each a kfree_skb with reason FULL_RING where the kernel has
 // drop reasons) and nothing in the qdisc.
 func TestTailDrop(t *testing.T) {
+	feature.Of(t, feature.Seed000Tun)
 	for _, tc := range []struct {
 		name string
 		opts tapOpts

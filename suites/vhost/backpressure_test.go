@@ -5,6 +5,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
 
@@ -16,6 +17,7 @@ import (
 // backlog drains in steps of batches, never one frame at a time, and in the
 // end received = sent - qdisc drops exactly.
 func TestBackpressure(t *testing.T) {
+	feature.Of(t, feature.Seed000Vhost)
 	for _, s := range []setup{
 		{backpressure: true, qdisc: qdiscPfifo},
 		{backpressure: true, qdisc: qdiscFqCodel},

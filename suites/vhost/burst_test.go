@@ -4,6 +4,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // burstDropReason is the drop reason of frames that __dev_xmit_skb() frees
@@ -11,7 +12,7 @@ import (
 // wait on its defer_list (Linux 7.2+). sendto() gets ENOBUFS for them but
 // no qdisc counts them, so the ledger needs them from the kfree_skb
 // tracepoint.
-const burstDropReason = "SKB_DROP_REASON_QDISC_BURST_DROP"
+const burstDropReason = feature.DropReasonQdiscBurst
 
 // burstWhy names the frames a ledger's Uncounted holds after a load.
 const burstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), refused with ENOBUFS, counted on kfree_skb"

@@ -8,6 +8,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
@@ -15,6 +16,7 @@ import (
 // buffers intact, in order, none lost, on every kernel with vhost-net, with
 // the flag off and on.
 func TestDelivery(t *testing.T) {
+	feature.Of(t, feature.Seed000Vhost)
 	for _, s := range []setup{
 		{qdisc: qdiscDefault},
 		{backpressure: true, qdisc: qdiscPfifo},
@@ -48,6 +50,7 @@ func TestDelivery(t *testing.T) {
 // (handle_tx): frames the guest posts on its TX queue arrive on the tap
 // intact and in order, and the tap counts them as received.
 func TestTransmit(t *testing.T) {
+	feature.Of(t, feature.Seed000Vhost)
 	const n = 100
 	r := newRig(t, setup{qdisc: qdiscDefault})
 	fd := r.packetSocket()

@@ -10,6 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
 
@@ -100,6 +101,7 @@ func (r *rig) load(senders int, duration time.Duration, perSender int, tick time
 // has no new splat taint, and with the flag tun drops only the rare frame
 // that loses the producer race (budget: 1% of what was sent).
 func TestRace(t *testing.T) {
+	feature.Of(t, feature.Seed000Vhost)
 	for _, s := range []setup{
 		{qdisc: qdiscDefault},
 		{backpressure: true, qdisc: qdiscPfifo},

@@ -7,6 +7,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
 
@@ -33,6 +34,7 @@ func stoppedWithBatch(t *testing.T, n int) (*rig, uint64, *receiver) {
 // TestNoStall is invariant 4: no way of taking vhost away from a stopped
 // queue loses frames or leaves the queue stopped for good.
 func TestNoStall(t *testing.T) {
+	feature.Of(t, feature.Seed000Vhost)
 	const n = ring + 300
 
 	// Detach the backend while the queue is stopped: vhost gives its batch

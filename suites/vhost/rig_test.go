@@ -136,7 +136,7 @@ func newRig(tb testing.TB, s setup) *rig {
 		q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
 		err := e.Handle.QdiscReplace(q)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-			err = feature.Unsupported("fq_codel", "RTM_NEWQDISC fq_codel on %s: %v", tapName, err)
+			err = feature.Unsupported(feature.FqCodel, "RTM_NEWQDISC fq_codel on %s: %v", tapName, err)
 		}
 		feature.Require(tb, err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
 
@@ -14,6 +15,7 @@ import (
 // (tx_dropped). Once the guest posts buffers it gets exactly what the
 // device held, and sent = received + tun drops.
 func TestStock(t *testing.T) {
+	feature.Of(t, feature.Seed000Vhost)
 	t.Run("NoGuestBuffers", func(t *testing.T) {
 		const n = ring + guest.Batch + 300
 		r := newRig(t, setup{qdisc: qdiscDefault})

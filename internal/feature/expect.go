@@ -1,0 +1,145 @@
+package feature
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// ExpectEnv carries a kernel's Expectation into a test binary, in the
+// syntax ParseExpectation reads. The runner sets it from the expectation
+// file (catalog kernels) or --expect; outside the runner it is unset and a
+// test expects nothing.
+const ExpectEnv = "XMITCHECK_EXPECT"
+
+// Expectation is what a kernel must show: seeds present or absent, features
+// it has or lacks, known issues allowed to fail as XFAIL. What it does not
+// mention is not judged.
+type Expectation struct {
+	Seeds    map[Seed]bool
+	Features map[Feature]bool
+	Known    map[Issue]bool
+}
+
+// ParseExpectation reads a list separated by commas or spaces: a seed ("003", "000-tun";
+// "000" is both sides of seed 000) or a feature ("IFF_BACKPRESSURE") says
+// the kernel has it, a leading "!" that it has not, and "xfail:ISSUE" allows
+// the known issue. The empty string expects nothing.
+func ParseExpectation(spec string) (Expectation, error) {
+	e := Expectation{Seeds: map[Seed]bool{}, Features: map[Feature]bool{}, Known: map[Issue]bool{}}
+	for _, item := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		want := true
+		if rest, ok := strings.CutPrefix(item, "!"); ok {
+			item, want = rest, false
+		}
+		if issue, ok := strings.CutPrefix(item, "xfail:"); ok && want && slices.Contains(Issues, Issue(issue)) {
+			e.Known[Issue(issue)] = true
+			continue
+		}
+		if seeds := seedsNamed(item); len(seeds) > 0 {
+			for _, s := range seeds {
+				e.Seeds[s] = want
+			}
+			continue
+		}
+		if _, ok := Features[Feature(item)]; ok {
+			e.Features[Feature(item)] = want
+			continue
+		}
+		return Expectation{}, fmt.Errorf("expectation %q: unknown item %q: want a seed (%s), a feature (%s) or xfail:ISSUE (%s), each optionally negated with !",
+			spec, item, strings.Join(seedNames(), " "), strings.Join(featureNames(), " "), strings.Join(issueNames(), " "))
+	}
+	return e, nil
+}
+
+// seedsNamed returns the seeds an item names: a seed, or "000" for both of
+// its sides.
+func seedsNamed(item string) []Seed {
+	var out []Seed
+	for _, s := range Seeds {
+		if string(s.Seed) == item || strings.HasPrefix(string(s.Seed), item+"-") {
+			out = append(out, s.Seed)
+		}
+	}
+	return out
+}
+
+// String writes e back in the syntax ParseExpectation reads, in a stable
+// order.
+func (e Expectation) String() string {
+	var items []string
+	neg := func(want bool) string {
+		if want {
+			return ""
+		}
+		return "!"
+	}
+	for _, s := range Seeds {
+		if want, ok := e.Seeds[s.Seed]; ok {
+			items = append(items, neg(want)+string(s.Seed))
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(e.Features)) {
+		items = append(items, neg(e.Features[f])+string(f))
+	}
+	for _, i := range slices.Sorted(maps.Keys(e.Known)) {
+		items = append(items, "xfail:"+string(i))
+	}
+	return strings.Join(items, ",")
+}
+
+// Empty reports whether e judges nothing.
+func (e Expectation) Empty() bool {
+	return len(e.Seeds) == 0 && len(e.Features) == 0 && len(e.Known) == 0
+}
+
+// WantFeature reports whether the kernel is expected to have f: the
+// expectation names it, or a seed it gates is expected present.
+func (e Expectation) WantFeature(f Feature) bool {
+	if e.Features[f] {
+		return true
+	}
+	for _, s := range Features[f] {
+		if e.Seeds[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// Expected is the expectation the runner gave this test binary. A malformed
+// one is the runner's bug: it panics rather than judge nothing.
+func Expected() Expectation {
+	e, err := ParseExpectation(os.Getenv(ExpectEnv))
+	if err != nil {
+		panic(fmt.Sprintf("$%s: %v", ExpectEnv, err))
+	}
+	return e
+}
+
+func seedNames() []string {
+	var out []string
+	for _, s := range Seeds {
+		out = append(out, string(s.Seed))
+	}
+	return out
+}
+
+func featureNames() []string {
+	var out []string
+	for _, f := range slices.Sorted(maps.Keys(Features)) {
+		out = append(out, string(f))
+	}
+	return out
+}
+
+func issueNames() []string {
+	var out []string
+	for _, i := range Issues {
+		out = append(out, string(i))
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package feature
+
+// Feature is a kernel capability a suite probes. Every probe names one of
+// the constants below (a unit test holds the suites to that), and the
+// expectation file (kernels/expectations) says which kernel has which.
+type Feature string
+
+const (
+	// IFFBackpressure is tun's opt-in stop-queue mode (seed 000 as merged
+	// in 7.3): TUNGETFEATURES has 0x80.
+	IFFBackpressure Feature = "IFF_BACKPRESSURE"
+	// VhostNet is /dev/vhost-net.
+	VhostNet Feature = "vhost-net"
+	// FqCodel is the fq_codel qdisc (built in or sch_fq_codel).
+	FqCodel Feature = "fq_codel"
+	// QdiscDeferList is the member of struct Qdisc that seed 003's fast
+	// path reads, in kernel BTF.
+	QdiscDeferList Feature = "Qdisc.defer_list"
+	// DropReasons is enum skb_drop_reason in kernel BTF (5.17+).
+	DropReasons Feature = "skb_drop_reason"
+	// DropReasonFullRing is SKB_DROP_REASON_FULL_RING (tun's ring full).
+	DropReasonFullRing Feature = "SKB_DROP_REASON_FULL_RING"
+	// DropReasonQdiscBurst is SKB_DROP_REASON_QDISC_BURST_DROP (defer_list
+	// over net.core.qdisc_max_burst).
+	DropReasonQdiscBurst Feature = "SKB_DROP_REASON_QDISC_BURST_DROP"
+	// XDPLiveFrames is BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES
+	// (5.18+).
+	XDPLiveFrames Feature = "BPF_F_TEST_XDP_LIVE_FRAMES"
+	// BPFBroadcast is bpf_redirect_map with BPF_F_BROADCAST (5.14+).
+	BPFBroadcast Feature = "BPF_F_BROADCAST"
+	// TCClsact is the clsact qdisc (sch_ingress).
+	TCClsact Feature = "clsact"
+	// TCBPFFilter is the tc bpf classifier (cls_bpf).
+	TCBPFFilter Feature = "cls_bpf"
+)
+
+// Features lists every Feature with the seeds its absence makes absent: a
+// kernel without IFF_BACKPRESSURE cannot have seed 000, one without
+// vhost-net cannot have 000's vhost side, one without Qdisc.defer_list
+// cannot have seed 003. A feature that gates no seed only limits what can be
+// tested.
+var Features = map[Feature][]Seed{
+	IFFBackpressure:      {Seed000Tun, Seed000Vhost},
+	VhostNet:             {Seed000Vhost},
+	FqCodel:              nil,
+	QdiscDeferList:       {Seed003},
+	DropReasons:          nil,
+	DropReasonFullRing:   nil,
+	DropReasonQdiscBurst: nil,
+	XDPLiveFrames:        nil,
+	BPFBroadcast:         nil,
+	TCClsact:             nil,
+	TCBPFFilter:          nil,
+}
+
+// Seed is one patch xmitcheck validates (../shared/seeds), split where one
+// patch has two sides that are tested apart.
+type Seed string
+
+const (
+	// Seed000Tun: tun/tap stops the queue on a full ring instead of
+	// tail-dropping when a qdisc is present (IFF_BACKPRESSURE, 7.3).
+	Seed000Tun Seed = "000-tun"
+	// Seed000Vhost: vhost-net wakes the stopped queue as it consumes.
+	Seed000Vhost Seed = "000-vhost"
+	// Seed002: tun stops its queue at txqueuelen by default (2014, never
+	// merged): no opt-in flag.
+	Seed002 Seed = "002"
+	// Seed003: __netif_schedule() returns early while q->defer_list is not
+	// empty (7.2).
+	Seed003 Seed = "003"
+	// Seed004: the devmap program runs at bulk-queue flush (5.14).
+	Seed004 Seed = "004"
+)
+
+// Seeds lists every Seed, in table order, with its one-line title.
+var Seeds = []struct {
+	Seed  Seed
+	Title string
+}{
+	{Seed000Tun, "tun/tap: a full ring stops the queue when a qdisc is present"},
+	{Seed000Vhost, "vhost-net: the consumer wakes the stopped queue"},
+	{Seed002, "tun: stop the queue at txqueuelen by default (2014)"},
+	{Seed003, "__netif_schedule() fast path while defer_list is not empty"},
+	{Seed004, "devmap programs run at bulk-queue flush"},
+}
+
+// Issue is a known kernel defect that a test reports as an expected
+// failure (XFAIL) where the expectation file lists it for the kernel.
+type Issue string
+
+const (
+	// IssueDevmapSameDevice: two devmap entries on one device with
+	// different programs run the first entry's program for the whole bulk.
+	IssueDevmapSameDevice Issue = "devmap-same-device"
+	// IssueLiveFramesClone: BPF_PROG_TEST_RUN live frames misplace
+	// broadcast copies (6.1; fixed in 6.3).
+	IssueLiveFramesClone Issue = "live-frames-clone"
+)
+
+// Issues lists every Issue.
+var Issues = []Issue{IssueDevmapSameDevice, IssueLiveFramesClone}

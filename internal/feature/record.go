@@ -1,0 +1,50 @@
+package feature
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Record is what a test tells the runner besides pass, fail or skip: which
+// seed it tests, which feature a probe found missing, which seed's
+// behaviour it saw absent, which known issue it saw. Tests write records as
+// log lines (Of, Require, Absent, Known); the runner reads them back with
+// ParseRecord to decide one verdict per seed.
+type Record struct {
+	// Seed alone tags the test (and its subtests) as a test of the seed;
+	// with Absent, the test observed the seed's behaviour missing.
+	Seed Seed `json:"seed,omitempty"`
+	// Feature with Absent: a probe found the feature missing.
+	Feature Feature `json:"feature,omitempty"`
+	Absent  bool    `json:"absent,omitempty"`
+	// Issue: the test observed exactly this known defect.
+	Issue Issue `json:"issue,omitempty"`
+	// Why is what the probe read or the test observed.
+	Why string `json:"why,omitempty"`
+}
+
+// recordPrefix starts a record in a test's output.
+const recordPrefix = "xmitcheck:"
+
+// String is the record as a log line.
+func (r Record) String() string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // only strings and a bool
+	}
+	return recordPrefix + string(b)
+}
+
+// ParseRecord finds a record in one line of a test's output (after go
+// test's "file.go:N: " prefix).
+func ParseRecord(line string) (Record, bool) {
+	i := strings.Index(line, recordPrefix+"{")
+	if i < 0 {
+		return Record{}, false
+	}
+	var r Record
+	if json.Unmarshal([]byte(line[i+len(recordPrefix):]), &r) != nil {
+		return Record{}, false
+	}
+	return r, true
+}

@@ -1,0 +1,68 @@
+package kernels
+
+import (
+	"bufio"
+	_ "embed"
+	"fmt"
+	"strings"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+)
+
+// expectations is the expectation file: what each catalog kernel (and
+// known machines' own kernels) must show.
+//
+//go:embed expectations
+var expectations string
+
+// ReferenceKernel is the kernel whose seeds a kernel outside the
+// expectation file is expected to show: the newest, with every merged seed.
+const ReferenceKernel = "debian:7.3"
+
+// Expectations returns every line of the expectation file, by kernel name
+// ("debian:7.3", "host:RELEASE").
+func Expectations() (map[string]feature.Expectation, error) {
+	out := map[string]feature.Expectation{}
+	sc := bufio.NewScanner(strings.NewReader(expectations))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, spec, _ := strings.Cut(line, " ")
+		e, err := feature.ParseExpectation(spec)
+		if err != nil {
+			return nil, fmt.Errorf("kernels/expectations:%d: %w", n, err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("kernels/expectations:%d: %s twice", n, name)
+		}
+		out[name] = e
+	}
+	return out, nil
+}
+
+// ExpectationKey is the name k has in the expectation file.
+func ExpectationKey(k *Kernel) string {
+	if k.Host {
+		return "host:" + k.Release
+	}
+	return k.Name
+}
+
+// Expect returns what k must show and where that comes from: its line in
+// the expectation file, or, for a kernel outside it (a path, a build, an
+// unknown machine's kernel), the seeds of ReferenceKernel, so that a kernel
+// that lacks a merged seed never passes unless the user says it may
+// (--expect).
+func Expect(k *Kernel) (feature.Expectation, string, error) {
+	all, err := Expectations()
+	if err != nil {
+		return feature.Expectation{}, "", err
+	}
+	if e, ok := all[ExpectationKey(k)]; ok {
+		return e, "kernels/expectations", nil
+	}
+	ref := all[ReferenceKernel]
+	return feature.Expectation{Seeds: ref.Seeds}, "the seeds of " + ReferenceKernel + " (not in kernels/expectations; --expect says otherwise)", nil
+}
