@@ -41,6 +41,18 @@ func Resolve(ctx context.Context, name string, opts Options) (*Kernel, error) {
 	if s, ok := lookupSeries(name); ok {
 		return resolveDebian(ctx, s, opts)
 	}
+	if build, ok := strings.CutPrefix(name, "build:"); ok {
+		b, err := LookupBuild(build, opts)
+		if err != nil {
+			return nil, err
+		}
+		k, err := resolveLocal(ctx, b.Image(), opts)
+		if err != nil {
+			return nil, err
+		}
+		k.Name = name
+		return k, nil
+	}
 	if isPath(name) {
 		return resolveLocal(ctx, name, opts)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -219,6 +220,9 @@ func (v *vm) verdict(exitErr error) error {
 	}
 	if err != nil && v.probe && !v.d.hello {
 		return fmt.Errorf("%w: %w", errNoHello, err)
+	}
+	if err != nil && !v.d.hello && errors.Is(err, ErrCrash) {
+		return fmt.Errorf("%w: %w", ErrNoBoot, err)
 	}
 	return err
 }

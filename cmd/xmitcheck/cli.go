@@ -16,11 +16,14 @@ Commands:
   kernels                   list the kernel catalog and what is cached
   kernels fetch NAME...     fetch kernels into the cache
   kernels config            print the kernel config fragment the suites need
+  kernels build --tree DIR  build a kernel tree (--revert/--apply patches) into build:NAME
+  bisect [flags] [PKG...]   one step of git bisect run: build --tree (default .), run, judge
   bench boot [flags]        measure boot-to-first-test per backend
 
-Kernels: debian:5.10 debian:6.1 debian:6.12 debian:7.2 debian:7.3 host, or a path to a bzImage
-(--modules DIR) or a built kernel tree.
-Exit codes: 0 passed, 1 a test failed, 2 usage or infrastructure error, 3 kernel crash or hang.
+Kernels: debian:5.10 debian:6.1 debian:6.12 debian:7.2 debian:7.3 host, build:NAME, or a path to a
+bzImage (--modules DIR) or a built kernel tree.
+Exit codes: 0 passed, 1 a test failed or a verdict differs from its expectation, 2 usage or
+infrastructure error, 3 kernel crash or hang. bisect: 0 good, 1 bad, 125 untestable, 128 usage.
 Run 'xmitcheck COMMAND -h' for a command's flags.
 `
 
@@ -41,11 +44,13 @@ func run(args []string) int {
 		err = cmdKernels(rest)
 	case "bench":
 		err = cmdBench(rest)
+	case "bisect":
+		return cmdBisect(rest)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return exitOK
 	default:
-		err = usagef("unknown command %q: use run, exec, kernels or bench (xmitcheck -h)", cmd)
+		err = usagef("unknown command %q: use run, exec, kernels, bisect or bench (xmitcheck -h)", cmd)
 	}
 	if err != nil {
 		return fail(err)

@@ -29,8 +29,11 @@ func cmdKernels(args []string) error {
 	case "config":
 		_, err := os.Stdout.WriteString(kernels.Config)
 		return err
+	case "build":
+		_, err := cmdBuild(args[1:])
+		return err
 	}
-	return usagef("kernels %q: use `kernels`, `kernels fetch NAME...` or `kernels config`", args[0])
+	return usagef("kernels %q: use `kernels`, `kernels fetch NAME...`, `kernels build --tree DIR` or `kernels config`", args[0])
 }
 
 func listKernels() error {

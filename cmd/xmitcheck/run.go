@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,96 +17,128 @@ import (
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
-func cmdRun(args []string) (int, error) {
-	fs := newFlags("run")
-	var v vmFlags
-	v.register(fs)
-	runRE := fs.String("run", "", "run only tests matching this regexp (go test -run)")
-	testTimeout := fs.Duration("test-timeout", 10*time.Minute, "per test binary timeout (go test -timeout)")
-	ktap := fs.String("ktap", "", "write KTAP to this file (- for stdout)")
-	jsonOut := fs.Bool("json", false, "print go test -json events, labelled with the kernel, on stdout")
-	junit := fs.String("junit", "", "write JUnit XML to this file")
-	verbose := fs.Bool("v", false, "print the tests' output as they run")
-	if err := parse(fs, args); err != nil {
-		return 0, err
-	}
-	if err := v.check(); err != nil {
-		return 0, err
-	}
-	pkgs := fs.Args()
-	if len(pkgs) == 0 {
-		pkgs = []string{"./suites/..."}
-	}
+// suiteRun is what `run` (and `bisect`, `compare`) do with kernels: build
+// the suites' test binaries, run them on each kernel, judge the seeds and
+// report.
+type suiteRun struct {
+	v           vmFlags
+	runRE       string
+	testTimeout time.Duration
+	ktap, junit string
+	json        bool
+	verbose     bool
+	pkgs        []string
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func (s *suiteRun) register(fs *flag.FlagSet) {
+	s.v.register(fs)
+	fs.StringVar(&s.runRE, "run", "", "run only tests matching this regexp (go test -run)")
+	fs.DurationVar(&s.testTimeout, "test-timeout", 10*time.Minute, "per test binary timeout (go test -timeout)")
+	fs.StringVar(&s.ktap, "ktap", "", "write KTAP to this file (- for stdout)")
+	fs.BoolVar(&s.json, "json", false, "print go test -json events, labelled with the kernel, on stdout")
+	fs.StringVar(&s.junit, "junit", "", "write JUnit XML to this file")
+	fs.BoolVar(&s.verbose, "v", false, "print the tests' output as they run")
+}
 
-	ks, err := v.resolve(ctx)
-	if err != nil {
-		return 0, err
+// parseArgs takes the packages from what follows the flags.
+func (s *suiteRun) parseArgs(fs *flag.FlagSet) {
+	s.pkgs = fs.Args()
+	if len(s.pkgs) == 0 {
+		s.pkgs = []string{"./suites/..."}
 	}
+}
+
+// exec runs the suites on ks and writes the summary, the verdicts and the
+// reports. An error means nothing could be run.
+func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.Run, error) {
 	dir, err := os.MkdirTemp("", "xmitcheck-run-")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	testArgs := []string{"-test.v=test2json", "-test.count=1", "-test.timeout=" + testTimeout.String()}
-	if *runRE != "" {
-		testArgs = append(testArgs, "-test.run="+*runRE)
+	testArgs := []string{"-test.v=test2json", "-test.count=1", "-test.timeout=" + s.testTimeout.String()}
+	if s.runRE != "" {
+		testArgs = append(testArgs, "-test.run="+s.runRE)
 	}
-	bins, err := buildTests(ctx, dir, pkgs, testArgs)
+	bins, err := buildTests(ctx, dir, s.pkgs, testArgs)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	init, err := initBinary(ctx, dir)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 
 	// Human output goes to stderr when stdout carries JSON or KTAP.
 	human := io.Writer(os.Stdout)
 	var enc *json.Encoder
-	if *jsonOut {
+	if s.json {
 		enc = json.NewEncoder(os.Stdout)
 		human = os.Stderr
 	}
-	if *ktap == "-" {
+	if s.ktap == "-" {
 		human = os.Stderr
 	}
 
 	var runs []*results.Run
-	crashed, broken := false, false
 	for _, k := range ks {
-		r, err := runOne(ctx, &v, k, init, bins, enc, *verbose, human)
-		if err != nil && r == nil {
-			return 0, err
+		r, err := runOne(ctx, &s.v, k, init, bins, enc, s.verbose, human)
+		if err != nil {
+			return nil, err
 		}
 		runs = append(runs, r)
-		crashed = crashed || errors.Is(r.Err, vmtest.ErrCrash)
-		broken = broken || (r.Err != nil && !errors.Is(r.Err, vmtest.ErrCrash))
 		if ctx.Err() != nil {
 			break
 		}
 	}
-
 	results.WriteSummary(human, runs)
 	results.WriteVerdicts(human, runs)
-	if err := writeReports(runs, *ktap, *junit); err != nil {
+	return runs, writeReports(runs, s.ktap, s.junit)
+}
+
+func cmdRun(args []string) (int, error) {
+	fs := newFlags("run")
+	var s suiteRun
+	s.register(fs)
+	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	failed := false
+	if err := s.v.check(); err != nil {
+		return 0, err
+	}
+	s.parseArgs(fs)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ks, err := s.v.resolve(ctx)
+	if err != nil {
+		return 0, err
+	}
+	runs, err := s.exec(ctx, ks)
+	if err != nil {
+		return 0, err
+	}
+	return runExit(runs), nil
+}
+
+// runExit is run's exit code: a crash or hang first, then a run that could
+// not finish, then a failed test or a verdict that differs from its
+// expectation.
+func runExit(runs []*results.Run) int {
+	crashed, broken, failed := false, false, false
 	for _, r := range runs {
+		crashed = crashed || errors.Is(r.Err, vmtest.ErrCrash)
+		broken = broken || (r.Err != nil && !errors.Is(r.Err, vmtest.ErrCrash))
 		failed = failed || r.Failed() || r.Mismatched()
 	}
 	switch {
 	case crashed:
-		return exitCrashed, nil
+		return exitCrashed
 	case broken:
-		return exitInfra, nil
+		return exitInfra
 	case failed:
-		return exitFail, nil
+		return exitFail
 	}
-	return exitOK, nil
+	return exitOK
 }
 
 // runOne runs the binaries on one kernel and judges the seeds against the

@@ -16,7 +16,7 @@ import (
 // to that lo counts exactly n, one filtered to another namespace's lo none.
 func TestFilter(t *testing.T) {
 	const n = 7
-	reason, err := Reason("SKB_DROP_REASON_NO_SOCKET")
+	reason, err := Reason(feature.DropReasonNoSocket)
 	feature.Require(t, err)
 	here, other := netenv.New(t), netenv.New(t)
 	watch := func(e *netenv.Env) *Monitor {

@@ -23,6 +23,9 @@ const (
 	// DropReasonQdiscBurst is SKB_DROP_REASON_QDISC_BURST_DROP (defer_list
 	// over net.core.qdisc_max_burst).
 	DropReasonQdiscBurst Feature = "SKB_DROP_REASON_QDISC_BURST_DROP"
+	// DropReasonNoSocket is SKB_DROP_REASON_NO_SOCKET, the reason
+	// internal/dropmon's own test provokes.
+	DropReasonNoSocket Feature = "SKB_DROP_REASON_NO_SOCKET"
 	// XDPLiveFrames is BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES
 	// (5.18+).
 	XDPLiveFrames Feature = "BPF_F_TEST_XDP_LIVE_FRAMES"
@@ -47,6 +50,7 @@ var Features = map[Feature][]Seed{
 	DropReasons:          nil,
 	DropReasonFullRing:   nil,
 	DropReasonQdiscBurst: nil,
+	DropReasonNoSocket:   nil,
 	XDPLiveFrames:        nil,
 	BPFBroadcast:         nil,
 	TCClsact:             nil,

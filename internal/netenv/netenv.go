@@ -28,6 +28,9 @@ type Env struct {
 // for every device created afterwards. It fails tb when not run as root.
 func New(tb testing.TB) *Env {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("netenv: needs root and network namespaces: not with -short")
+	}
 	if os.Geteuid() != 0 {
 		tb.Fatal("netenv: network namespaces need root: run the suites as root, in a VM (xmitcheck run) or with sudo")
 	}

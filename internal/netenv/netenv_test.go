@@ -10,8 +10,8 @@ import (
 )
 
 func TestNamespaceIsolated(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("-short, or not root: needs root to create network namespaces")
 	}
 	e := New(t)
 	a, _ := e.Veth(t, "xc0", "xc1", 64)

@@ -6,6 +6,7 @@
 package testmain
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -20,7 +21,14 @@ import (
 const settle = 2 * time.Second
 
 // Run runs m and returns the exit code: m's, or 1 when something leaked.
+// Under -short it runs nothing: the suites need root, namespaces and a
+// kernel to judge, and -short means unit tests only.
 func Run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("testmain: a privileged suite: no tests run with -short")
+		return 0
+	}
 	primePoller()
 	fds, errFD := openFDs()
 	links, errLink := linkNames()

@@ -11,8 +11,8 @@ import (
 )
 
 func TestOpenReadsFlagsBack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for /dev/net/tun and namespaces")
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("-short, or not root: needs root for /dev/net/tun and namespaces")
 	}
 	e := netenv.New(t)
 	var d *Device
@@ -29,8 +29,8 @@ func TestOpenReadsFlagsBack(t *testing.T) {
 }
 
 func TestProbeBackpressureAgreesWithTUNGETIFF(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for /dev/net/tun and namespaces")
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("-short, or not root: needs root for /dev/net/tun and namespaces")
 	}
 	probe := ProbeBackpressure()
 	e := netenv.New(t)

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
+)
+
+// buildFlags are the flags of `kernels build`, which bisect shares.
+type buildFlags struct {
+	tree          string
+	revert, apply listFlag
+	config        listFlag
+	name          string
+	jobs          int
+}
+
+func (b *buildFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.tree, "tree", "", "kernel source tree: a git checkout or a plain tree such as Debian's linux-source (never written to)")
+	fs.Var(&b.revert, "revert", "patch file, or commit of a git tree, to revert on a copy of the tree (repeatable)")
+	fs.Var(&b.apply, "apply", "patch file to apply on a copy of the tree (repeatable)")
+	fs.Var(&b.config, "config", "extra config fragment merged after the suites' own (repeatable)")
+	fs.StringVar(&b.name, "name", "", "name of the build: --kernel build:NAME (default: the tree's name, commit and patches)")
+	fs.IntVar(&b.jobs, "j", 0, "make jobs (default: one per CPU)")
+}
+
+func (b *buildFlags) options() kernels.BuildOptions {
+	return kernels.BuildOptions{
+		Options: kernels.Options{Progress: os.Stderr},
+		Tree:    b.tree, Revert: b.revert, Apply: b.apply, Config: b.config, Name: b.name, Jobs: b.jobs,
+	}
+}
+
+// cmdBuild is `xmitcheck kernels build`: build a tree into the build cache
+// and print the name to run it by.
+func cmdBuild(args []string) (*kernels.Built, error) {
+	fs := newFlags("kernels build")
+	var b buildFlags
+	b.register(fs)
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if b.tree == "" || fs.NArg() > 0 {
+		return nil, usagef("kernels build: give --tree DIR (and no other arguments)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	built, err := kernels.Build(ctx, b.options())
+	if err != nil {
+		return nil, err
+	}
+	how := fmt.Sprintf("built in %v", built.Took)
+	if built.Cached {
+		how = "cached"
+	}
+	fmt.Printf("build:%s\t%s\t%s\t%s\n", built.Name, built.Release, how, built.Image())
+	return built, nil
+}
