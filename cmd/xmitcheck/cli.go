@@ -17,6 +17,8 @@ Commands:
   kernels fetch NAME...     fetch kernels into the cache
   kernels config            print the kernel config fragment the suites need
   kernels build --tree DIR  build a kernel tree (--revert/--apply patches) into build:NAME
+  compare --base K1 --patched K2 [PKG...]
+                            pre-merge check: verdicts side by side, then interleaved benchmarks (benchstat)
   bisect [flags] [PKG...]   one step of git bisect run: build --tree (default .), run, judge
   bench boot [flags]        measure boot-to-first-test per backend
 
@@ -46,11 +48,13 @@ func run(args []string) int {
 		err = cmdBench(rest)
 	case "bisect":
 		return cmdBisect(rest)
+	case "compare":
+		code, err = cmdCompare(rest)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return exitOK
 	default:
-		err = usagef("unknown command %q: use run, exec, kernels, bisect or bench (xmitcheck -h)", cmd)
+		err = usagef("unknown command %q: use run, exec, kernels, compare, bisect or bench (xmitcheck -h)", cmd)
 	}
 	if err != nil {
 		return fail(err)

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +29,8 @@ type vmFlags struct {
 	idle     time.Duration
 	overall  time.Duration
 	expect   string
+	// expectFor, when set, holds a kernel's own --expect (compare).
+	expectFor map[string]string
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {
@@ -56,8 +60,10 @@ func (v *vmFlags) check() error {
 	if len(v.kernels) == 0 {
 		v.kernels = listFlag{kernels.DefaultKernel}
 	}
-	if _, err := feature.ParseExpectation(v.expect); err != nil {
-		return usagef("--expect: %v", err)
+	for _, spec := range append([]string{v.expect}, slices.Collect(maps.Values(v.expectFor))...) {
+		if _, err := feature.ParseExpectation(spec); err != nil {
+			return usagef("--expect: %v", err)
+		}
 	}
 	// What the run needs is checked before any kernel is fetched.
 	for _, name := range v.kernels {
@@ -95,6 +101,10 @@ func (v *vmFlags) resolve(ctx context.Context) ([]*kernels.Kernel, error) {
 // expectation is what k must show and where that comes from: --expect, or
 // the expectation file.
 func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, error) {
+	if spec := v.expectFor[k.Name]; spec != "" {
+		e, err := feature.ParseExpectation(spec)
+		return e, "--expect " + spec, err
+	}
 	if v.expect != "" {
 		e, err := feature.ParseExpectation(v.expect)
 		return e, "--expect " + v.expect, err

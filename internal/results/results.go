@@ -128,6 +128,21 @@ func (r *Run) Add(e Event) {
 		t.Elapsed = time.Duration(e.Elapsed * float64(time.Second))
 		t.done = true
 		r.dropRunning(t)
+		if t.Name == "" && t.Status == Pass {
+			r.passBenchmarks(t.Package)
+		}
+	}
+}
+
+// passBenchmarks ends the package's benchmarks that are still open: go
+// test prints no "--- PASS" for a benchmark, so test2json never ends one
+// that passed; the package passing says they did.
+func (r *Run) passBenchmarks(pkg string) {
+	for _, t := range r.Tests {
+		if t.Package == pkg && !t.done && strings.HasPrefix(t.Name, "Benchmark") {
+			t.Status, t.done = Pass, true
+			r.dropRunning(t)
+		}
 	}
 }
 
@@ -240,4 +255,19 @@ func (r *Run) hasChildren(t *Test) bool {
 // Failed reports whether anything in the run failed.
 func (r *Run) Failed() bool {
 	return r.Counts().Fail > 0
+}
+
+// BenchmarkLines returns the benchmark result lines the run's binaries
+// printed ("BenchmarkX-2  1  123 ns/op  456 rx-pps"), the input benchstat
+// reads.
+func (r *Run) BenchmarkLines() []string {
+	var out []string
+	for _, t := range r.Tests {
+		for _, l := range t.Output {
+			if strings.HasPrefix(l, "Benchmark") && strings.Contains(l, "\t") {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }

@@ -175,3 +175,20 @@ func TestSummaryClosingLine(t *testing.T) {
 	assert.Check(t, is.Contains(b.String(), "--- FAIL: host suites/tun (the test binary itself)\n    testmain: FAIL"))
 	assert.Check(t, is.Contains(b.String(), "1 passed, 1 failed, 0 skipped, 0 xfail\n"))
 }
+
+// TestBenchmarksPassWithTheirPackage: go test prints no "--- PASS" for a
+// benchmark; one the package's pass leaves open passed, and its result
+// line is kept for benchstat.
+func TestBenchmarksPassWithTheirPackage(t *testing.T) {
+	r := NewRun("host")
+	for _, e := range []Event{
+		{Action: "run", Package: pkg, Test: "BenchmarkTap"},
+		{Action: "output", Package: pkg, Test: "BenchmarkTap", Output: "BenchmarkTap-2 \t 1000\t 12 ns/op\t 34 rx-pps\n"},
+		{Action: "pass", Package: pkg},
+	} {
+		r.Add(e)
+	}
+	r.Finish(nil)
+	assert.Check(t, is.DeepEqual(r.Counts(), Tally{Pass: 1}))
+	assert.Check(t, is.DeepEqual(r.BenchmarkLines(), []string{"BenchmarkTap-2 \t 1000\t 12 ns/op\t 34 rx-pps"}))
+}

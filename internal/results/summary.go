@@ -122,3 +122,37 @@ func writeTable(w io.Writer, rows [][]string) {
 		fmt.Fprintln(w, "  "+b.String())
 	}
 }
+
+// WriteVerdictsMarkdown writes the verdict table as Markdown, each cell
+// with its reason where it is not plainly present.
+func WriteVerdictsMarkdown(w io.Writer, runs []*Run) {
+	fmt.Fprint(w, "| seed |")
+	for _, r := range runs {
+		fmt.Fprintf(w, " %s |", r.Kernel)
+	}
+	fmt.Fprint(w, "\n| --- |")
+	for range runs {
+		fmt.Fprint(w, " --- |")
+	}
+	fmt.Fprintln(w)
+	for _, s := range feature.Seeds {
+		row, any := "| "+string(s.Seed)+" |", false
+		for _, r := range runs {
+			cell := "—"
+			if v, ok := r.verdict(s.Seed); ok {
+				any = true
+				cell = "**" + string(v.State) + "**"
+				if v.Mismatch() && v.Want != "" && v.Want != v.State {
+					cell += " (want " + string(v.Want) + ")"
+				}
+				if v.State != Present {
+					cell += ": " + strings.ReplaceAll(v.Why, "|", "\\|")
+				}
+			}
+			row += " " + cell + " |"
+		}
+		if any {
+			fmt.Fprintln(w, row)
+		}
+	}
+}

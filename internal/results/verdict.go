@@ -245,3 +245,77 @@ func (r *Run) VerdictEvents() []Event {
 	}
 	return out
 }
+
+// VerdictChange is one seed's verdict on two kernels.
+type VerdictChange struct {
+	Seed          feature.Seed
+	Base, Patched State
+}
+
+// DiffVerdicts pairs the seeds' verdicts of two runs, in table order; a
+// seed one run did not judge shows "—" there.
+func DiffVerdicts(base, patched *Run) []VerdictChange {
+	var out []VerdictChange
+	for _, s := range feature.Seeds {
+		b, okb := base.verdict(s.Seed)
+		p, okp := patched.verdict(s.Seed)
+		if !okb && !okp {
+			continue
+		}
+		c := VerdictChange{Seed: s.Seed, Base: "—", Patched: "—"}
+		if okb {
+			c.Base = b.State
+		}
+		if okp {
+			c.Patched = p.State
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestChange is a leaf test whose status differs between two runs.
+type TestChange struct {
+	Test          string
+	Base, Patched Status
+}
+
+// DiffTests lists the leaf tests whose status differs between two runs
+// (a test only one run has shows "—" in the other), in the order of the
+// patched run, then the base run's leftovers.
+func DiffTests(base, patched *Run) []TestChange {
+	status := func(r *Run) (map[string]Status, []string) {
+		m := map[string]Status{}
+		var order []string
+		for _, t := range r.Tests {
+			if t.Name == "" || r.hasChildren(t) {
+				continue
+			}
+			name := shortPackage(t.Package) + "." + t.Name
+			m[name] = t.Status
+			order = append(order, name)
+		}
+		return m, order
+	}
+	bm, border := status(base)
+	pm, porder := status(patched)
+	var out []TestChange
+	seen := map[string]bool{}
+	for _, name := range append(porder, border...) {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		b, p := bm[name], pm[name]
+		if b == "" {
+			b = "—"
+		}
+		if p == "" {
+			p = "—"
+		}
+		if b != p {
+			out = append(out, TestChange{name, b, p})
+		}
+	}
+	return out
+}

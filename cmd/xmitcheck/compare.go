@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/perf/benchstat"
+
+	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/kernels"
+)
+
+// cmdCompare is the pre-merge check: the same suites on a base and a
+// patched kernel, first the verdicts side by side and what changed, then
+// the benchmarks, interleaved base, patched, base, patched… so drift hits
+// both alike, compared with benchstat.
+func cmdCompare(args []string) (int, error) {
+	fs := newFlags("compare")
+	var s suiteRun
+	s.register(fs)
+	base := fs.String("base", "", "the kernel without the change (catalog name, build:NAME or path)")
+	patched := fs.String("patched", "", "the kernel with the change")
+	expectBase := fs.String("expect-base", "", "what the base kernel must show (--expect syntax; default: its line in kernels/expectations, else the reference's seeds)")
+	expectPatched := fs.String("expect-patched", "", "what the patched kernel must show")
+	bench := fs.String("bench", ".", "benchmarks to compare (go test -bench regexp; empty: none)")
+	benchtime := fs.String("benchtime", "20000x", "go test -benchtime for each benchmark run")
+	count := fs.Int("count", 5, "interleaved rounds of benchmarks (one boot of each kernel per round)")
+	markdown := fs.String("markdown", "", "also write the comparison as Markdown (a mailing-list reply) to this file")
+	jsonFile := fs.String("json-file", "", "also write the comparison as JSON to this file")
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if *base == "" || *patched == "" {
+		return 0, usagef("compare: give --base KERNEL and --patched KERNEL")
+	}
+	if len(s.v.kernels) > 0 {
+		return 0, usagef("compare: the kernels are --base and --patched, not --kernel")
+	}
+	if *count < 1 {
+		return 0, usagef("compare: -count must be at least 1")
+	}
+	s.v.kernels = listFlag{*base, *patched}
+	s.v.expectFor = map[string]string{*base: *expectBase, *patched: *expectPatched}
+	if err := s.v.check(); err != nil {
+		return 0, err
+	}
+	s.parseArgs(fs)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ks, err := s.v.resolve(ctx)
+	if err != nil {
+		return 0, err
+	}
+
+	fmt.Printf("== verdicts: %s → %s\n", ks[0].Label(), ks[1].Label())
+	runs, err := s.exec(ctx, ks)
+	if err != nil {
+		return 0, err
+	}
+	if len(runs) < 2 {
+		return 0, ctx.Err()
+	}
+	c := comparison{Base: runs[0].Kernel, Patched: runs[1].Kernel, Seeds: results.DiffVerdicts(runs[0], runs[1]), Tests: results.DiffTests(runs[0], runs[1])}
+	writeDiff(os.Stdout, c)
+
+	if *bench != "" {
+		fmt.Printf("\n== benchmarks: %d interleaved rounds, -benchtime %s\n", *count, *benchtime)
+		b := s
+		b.runRE, b.ktap, b.junit, b.json = "^$", "", "", false
+		out, err := b.benchRounds(ctx, ks, *bench, *benchtime, *count)
+		if err != nil {
+			return 0, err
+		}
+		col := &benchstat.Collection{Alpha: 0.05, DeltaTest: benchstat.UTest}
+		col.AddConfig(c.Base, out[0])
+		col.AddConfig(c.Patched, out[1])
+		c.Tables = col.Tables()
+		benchstat.FormatText(os.Stdout, c.Tables)
+	}
+	if *markdown != "" {
+		if err := writeTo(*markdown, func(w io.Writer) error { return writeMarkdown(w, c, runs) }); err != nil {
+			return 0, err
+		}
+	}
+	if *jsonFile != "" {
+		if err := writeTo(*jsonFile, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(c)
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return runExit(runs), nil
+}
+
+// comparison is what compare found, as its JSON file holds it.
+type comparison struct {
+	Base, Patched string
+	Seeds         []results.VerdictChange
+	Tests         []results.TestChange
+	Tables        []*benchstat.Table `json:",omitempty"`
+}
+
+// benchRounds runs the benchmarks count times on each kernel, alternating,
+// and returns each kernel's benchmark lines (go test's format).
+func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, bench, benchtime string, count int) ([][]byte, error) {
+	dir, err := os.MkdirTemp("", "xmitcheck-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	bins, err := buildTests(ctx, dir, s.pkgs, []string{"-test.v=test2json", "-test.run=^$", "-test.bench=" + bench, "-test.benchtime=" + benchtime, "-test.timeout=" + s.testTimeout.String()})
+	if err != nil {
+		return nil, err
+	}
+	init, err := initBinary(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ks))
+	for round := 1; round <= count; round++ {
+		for i, k := range ks {
+			start := time.Now()
+			r, err := runOne(ctx, &s.v, k, init, bins, nil, false, io.Discard)
+			if err != nil {
+				return nil, err
+			}
+			if r.Err != nil || r.Failed() {
+				return nil, fmt.Errorf("benchmarks on %s, round %d: %v", k.Label(), round, firstProblem(r))
+			}
+			lines := r.BenchmarkLines()
+			fmt.Fprintf(os.Stderr, "xmitcheck: round %d/%d on %s: %d benchmark results in %v\n", round, count, k.Label(), len(lines), time.Since(start).Round(time.Second))
+			for _, l := range lines {
+				out[i] = append(append(out[i], l...), '\n')
+			}
+		}
+	}
+	return out, nil
+}
+
+// firstProblem says why a benchmark run is no good.
+func firstProblem(r *results.Run) string {
+	if r.Err != nil {
+		return r.Err.Error()
+	}
+	var b bytes.Buffer
+	results.WriteSummary(&b, []*results.Run{r})
+	return b.String()
+}
+
+// writeDiff writes the verdicts side by side and every test whose status
+// changed.
+func writeDiff(w io.Writer, c comparison) {
+	for _, v := range c.Seeds {
+		mark := "  "
+		if v.Base != v.Patched {
+			mark = "→ "
+		}
+		fmt.Fprintf(w, "%s%-10s %s → %s\n", mark, v.Seed, v.Base, v.Patched)
+	}
+	if len(c.Tests) == 0 {
+		fmt.Fprintln(w, "no test changed its status")
+		return
+	}
+	fmt.Fprintf(w, "%d tests changed their status:\n", len(c.Tests))
+	for _, t := range c.Tests {
+		fmt.Fprintf(w, "  %s: %s → %s\n", t.Test, t.Base, t.Patched)
+	}
+}
+
+// writeMarkdown writes the comparison as a mailing-list reply: the verdict
+// table, the tests that changed, and the benchmark tables.
+func writeMarkdown(w io.Writer, c comparison, runs []*results.Run) error {
+	fmt.Fprintf(w, "xmitcheck compare: base %s, patched %s\n\n", c.Base, c.Patched)
+	results.WriteVerdictsMarkdown(w, runs)
+	if len(c.Tests) > 0 {
+		fmt.Fprintf(w, "\n%d tests changed their status:\n\n", len(c.Tests))
+		for _, t := range c.Tests {
+			fmt.Fprintf(w, "- `%s`: %s → %s\n", t.Test, t.Base, t.Patched)
+		}
+	}
+	for _, t := range c.Tables {
+		fmt.Fprintf(w, "\n| %s | base | patched | Δ | |\n| --- | ---: | ---: | ---: | --- |\n", t.Metric)
+		for _, r := range t.Rows {
+			if len(r.Metrics) < 2 {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.Benchmark, r.Metrics[0].Format(r.Scaler), r.Metrics[1].Format(r.Scaler), r.Delta, r.Note)
+		}
+	}
+	return nil
+}
