@@ -233,6 +233,9 @@ func (b *Built) install(p buildPaths) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
 	for _, f := range [][2]string{{"arch/x86/boot/bzImage", "bzImage"}, {".config", "config"}} {
 		if err := copyFile(filepath.Join(p.out, f[0]), filepath.Join(tmp, f[1])); err != nil {
 			return err

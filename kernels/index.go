@@ -192,5 +192,6 @@ func isKernelPackage(name string) bool {
 	return strings.HasPrefix(name, "linux-image-") ||
 		strings.HasPrefix(name, "linux-binary-unsigned-") ||
 		strings.HasPrefix(name, "linux-modules-") ||
-		strings.HasPrefix(name, "linux-base-")
+		strings.HasPrefix(name, "linux-base-") ||
+		strings.HasPrefix(name, "linux-source-")
 }

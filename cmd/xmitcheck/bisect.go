@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/xmitcheck/xmitcheck/internal/results"
@@ -31,6 +32,7 @@ func cmdBisect(args []string) int {
 	s.register(fs)
 	var b buildFlags
 	b.register(fs)
+	suites := fs.String("C", "", "the xmitcheck checkout whose suites run (git bisect run starts in the kernel tree)")
 	if err := parse(fs, args); err != nil {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
@@ -41,6 +43,18 @@ func cmdBisect(args []string) int {
 	}
 	if b.tree == "" {
 		b.tree = "."
+	}
+	tree, err := filepath.Abs(b.tree)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
+		return bisectAbort
+	}
+	b.tree = tree
+	if *suites != "" {
+		if err := os.Chdir(*suites); err != nil {
+			fmt.Fprintln(os.Stderr, "xmitcheck: -C:", err)
+			return bisectAbort
+		}
 	}
 	s.v.kernels = listFlag{"build:bisect"} // checked by check(), named below
 	if err := s.v.check(); err != nil {

@@ -16,6 +16,7 @@ Commands:
   kernels                   list the kernel catalog and what is cached
   kernels fetch NAME...     fetch kernels into the cache
   kernels config            print the kernel config fragment the suites need
+  kernels source NAME DIR   fetch and unpack Debian's linux-source of a catalog kernel
   kernels build --tree DIR  build a kernel tree (--revert/--apply patches) into build:NAME
   compare --base K1 --patched K2 [PKG...]
                             pre-merge check: verdicts side by side, then interleaved benchmarks (benchstat)

@@ -32,8 +32,18 @@ func cmdKernels(args []string) error {
 	case "build":
 		_, err := cmdBuild(args[1:])
 		return err
+	case "source":
+		if len(args) != 3 {
+			return usagef("kernels source NAME DIR: e.g. kernels source debian:7.3 ~/src")
+		}
+		tree, err := kernels.Source(context.Background(), args[1], args[2], kernels.Options{Progress: os.Stderr})
+		if err != nil {
+			return err
+		}
+		fmt.Println(tree)
+		return nil
 	}
-	return usagef("kernels %q: use `kernels`, `kernels fetch NAME...`, `kernels build --tree DIR` or `kernels config`", args[0])
+	return usagef("kernels %q: use `kernels`, `kernels fetch NAME...`, `kernels source NAME DIR`, `kernels build --tree DIR` or `kernels config`", args[0])
 }
 
 func listKernels() error {

@@ -1,0 +1,82 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Source fetches Debian's linux-source package of a catalog kernel (the
+// same series and suite, its newest version) and unpacks the tree into
+// dir/linux-source-SERIES, which must not exist yet. It returns the tree:
+// what `kernels build --tree` takes.
+func Source(ctx context.Context, name, dir string, opts Options) (string, error) {
+	s, ok := lookupSeries(name)
+	if !ok {
+		return "", fmt.Errorf("%w %q: the sources come with the catalog's Debian kernels: %s", ErrUnknownKernel, name, validNames())
+	}
+	tree := filepath.Join(dir, "linux-source-"+s.upstream)
+	if _, err := os.Lstat(tree); err == nil {
+		return "", fmt.Errorf("%s exists: remove it, or build it as it is (xmitcheck kernels build --tree %[1]s)", tree)
+	}
+	cache, err := opts.cacheDir()
+	if err != nil {
+		return "", err
+	}
+	a := aptState{dir: filepath.Join(cache, "apt", s.Suite), suite: s.Suite}
+	if err := os.MkdirAll(a.dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lock(ctx, a.dir+".lock", "the "+s.Suite+" package index", opts.Progress)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if !a.fresh() {
+		note(opts.Progress, "updating the package index of %s…", s.Suite)
+		if err := updateIndex(ctx, a); err != nil {
+			return "", err
+		}
+	}
+	pkgs, err := loadSuite(a.listsDir(), s.Suite)
+	if err != nil {
+		return "", err
+	}
+	var src *pkg
+	for i, p := range pkgs {
+		if p.Name == "linux-source-"+s.upstream && (src == nil || compareVersions(p.Version, src.Version) > 0) {
+			src = &pkgs[i]
+		}
+	}
+	if src == nil {
+		return "", fmt.Errorf("%s has no linux-source-%s package", s.Suite, s.upstream)
+	}
+	tmp, err := os.MkdirTemp(dir, ".linux-source-"+s.upstream+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("unpacking into %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	note(opts.Progress, "fetching %s %s (%d MB)…", src.Name, src.Version, src.Size>>20)
+	if err := a.download(ctx, tmp, []pkg{*src}); err != nil {
+		return "", err
+	}
+	deb, err := checkDeb(tmp, *src)
+	if err != nil {
+		return "", err
+	}
+	if err := extractDeb(ctx, deb, filepath.Join(tmp, "deb")); err != nil {
+		return "", err
+	}
+	tarball := filepath.Join(tmp, "deb", "usr", "src", "linux-source-"+s.upstream+".tar.xz")
+	note(opts.Progress, "unpacking %s…", filepath.Base(tarball))
+	if out, err := exec.CommandContext(ctx, "tar", "-xf", tarball, "-C", tmp).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("tar -xf %s: %v: %s", filepath.Base(tarball), err, strings.TrimSpace(string(out)))
+	}
+	if err := os.Rename(filepath.Join(tmp, "linux-source-"+s.upstream), tree); err != nil {
+		return "", err
+	}
+	return tree, nil
+}
