@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
@@ -65,6 +66,7 @@ func cmdBisect(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	start := time.Now()
 	built, err := kernels.Build(ctx, b.options())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: cannot test this commit (exit %d): %v\n", bisectSkip, err)
@@ -75,13 +77,15 @@ func cmdBisect(args []string) int {
 		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: cannot test this commit (exit %d): %v\n", bisectSkip, err)
 		return bisectSkip
 	}
+	builtAt := time.Now()
 	runs, err := s.exec(ctx, []*kernels.Kernel{k})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: cannot test this commit (exit %d): %v\n", bisectSkip, err)
 		return bisectSkip
 	}
 	code, why := bisectExit(runs[0])
-	fmt.Fprintf(os.Stderr, "xmitcheck: bisect: %s (exit %d)\n", why, code)
+	fmt.Fprintf(os.Stderr, "xmitcheck: bisect: %s (exit %d; build %v, boot and tests %v)\n", why, code,
+		builtAt.Sub(start).Round(time.Second), time.Since(builtAt).Round(time.Second))
 	return code
 }
 
