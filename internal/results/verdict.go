@@ -137,7 +137,14 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 		a := get(seed)
 		switch t.Status {
 		case Fail:
-			if explained || r.hasFailedChild(t) {
+			if r.hasFailedChild(t) {
+				continue
+			}
+			if explained { // a probe failed it: like a skip, judged by Misses
+				a.skipped++
+				if a.skipWhy == "" {
+					a.skipWhy = t.Name + ": " + t.firstFailure()
+				}
 				continue
 			}
 			if a.broken == "" {
@@ -175,7 +182,7 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 		case r.Err != nil && a.passed == 0:
 			v.State, v.Why = Error, r.Err.Error()
 		case a.passed > 0:
-			v.State, v.Why = Present, fmt.Sprintf("%d tests passed", a.passed)
+			v.State, v.Why = Present, fmt.Sprintf("passed: %d tests", a.passed)
 			if a.skipped > 0 {
 				v.Why += fmt.Sprintf(", %d skipped", a.skipped)
 			}
