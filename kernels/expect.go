@@ -52,9 +52,9 @@ func ExpectationKey(k *Kernel) string {
 
 // Expect returns what k must show and where that comes from: its line in
 // the expectation file, or, for a kernel outside it (a path, a build, an
-// unknown machine's kernel), the seeds of ReferenceKernel, so that a kernel
-// that lacks a merged seed never passes unless the user says it may
-// (--expect).
+// unknown machine's kernel), the seeds and known issues of ReferenceKernel,
+// so that a kernel that lacks a merged seed never passes unless the user
+// says it may (--expect).
 func Expect(k *Kernel) (feature.Expectation, string, error) {
 	all, err := Expectations()
 	if err != nil {
@@ -64,5 +64,5 @@ func Expect(k *Kernel) (feature.Expectation, string, error) {
 		return e, "kernels/expectations", nil
 	}
 	ref := all[ReferenceKernel]
-	return feature.Expectation{Seeds: ref.Seeds}, "the seeds of " + ReferenceKernel + " (not in kernels/expectations; --expect says otherwise)", nil
+	return feature.Expectation{Seeds: ref.Seeds, Known: ref.Known}, "the seeds and known issues of " + ReferenceKernel + " (not in kernels/expectations; --expect says otherwise)", nil
 }

@@ -43,7 +43,7 @@ func (v *vmFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&v.boot, "boot-timeout", 0, "longest time from qemu start to the guest's first word (0: the backend's, 60s native, 5m vng)")
 	fs.DurationVar(&v.idle, "idle-timeout", 0, "longest time without any output before the run counts as hung (0: 2m)")
 	fs.DurationVar(&v.overall, "timeout", 0, "longest time for one kernel's whole run (0: 30m)")
-	fs.StringVar(&v.expect, "expect", "", "what every kernel of the run must show, e.g. 000,003,004 or '!000' (seeds, features, xfail:ISSUE; see kernels/expectations); default: the kernel's line in kernels/expectations, else the seeds of "+kernels.ReferenceKernel)
+	fs.StringVar(&v.expect, "expect", "", "what every kernel of the run must show, e.g. 000,003,004 or '!000' (seeds, features, xfail:ISSUE; see kernels/expectations), in place of what the kernel's line in kernels/expectations (else the seeds of "+kernels.ReferenceKernel+") says")
 }
 
 func (v *vmFlags) check() error {
@@ -98,18 +98,23 @@ func (v *vmFlags) resolve(ctx context.Context) ([]*kernels.Kernel, error) {
 	return ks, nil
 }
 
-// expectation is what k must show and where that comes from: --expect, or
-// the expectation file.
+// expectation is what k must show and where that comes from: its line in
+// the expectation file (or the reference's seeds), with what --expect (or
+// the kernel's own --expect-*) says in its place.
 func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, error) {
-	if spec := v.expectFor[k.Name]; spec != "" {
-		e, err := feature.ParseExpectation(spec)
-		return e, "--expect " + spec, err
+	e, source, err := kernels.Expect(k)
+	if err != nil {
+		return e, "", err
 	}
-	if v.expect != "" {
-		e, err := feature.ParseExpectation(v.expect)
-		return e, "--expect " + v.expect, err
+	spec := v.expect
+	if s := v.expectFor[k.Name]; s != "" {
+		spec = s
 	}
-	return kernels.Expect(k)
+	if spec == "" {
+		return e, source, nil
+	}
+	o, err := feature.ParseExpectation(spec)
+	return e.Override(o), "--expect " + spec + " over " + source, err
 }
 
 // job returns a job for bins with the flags' sizes and timeouts; the tests

@@ -91,6 +91,18 @@ func (e Expectation) String() string {
 	return strings.Join(items, ",")
 }
 
+// Override returns e with what o says in its place: o's seeds and
+// features replace e's, its known issues join e's.
+func (e Expectation) Override(o Expectation) Expectation {
+	out := Expectation{Seeds: map[Seed]bool{}, Features: map[Feature]bool{}, Known: map[Issue]bool{}}
+	for _, x := range []Expectation{e, o} {
+		maps.Copy(out.Seeds, x.Seeds)
+		maps.Copy(out.Features, x.Features)
+		maps.Copy(out.Known, x.Known)
+	}
+	return out
+}
+
 // Empty reports whether e judges nothing.
 func (e Expectation) Empty() bool {
 	return len(e.Seeds) == 0 && len(e.Features) == 0 && len(e.Known) == 0

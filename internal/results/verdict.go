@@ -149,6 +149,11 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 			}
 			if a.broken == "" {
 				a.broken = shortPackage(t.Package) + "." + t.Name + ": " + t.firstFailure()
+				for _, rec := range recs[t] {
+					if rec.Issue != "" {
+						a.broken = fmt.Sprintf("%s.%s: known issue %s where the expectation does not allow it: %s", shortPackage(t.Package), t.Name, rec.Issue, rec.Why)
+					}
+				}
 			}
 		case Pass, XFail:
 			a.ran++

@@ -24,14 +24,23 @@ const magic = 0x786d6974 // "xmit"
 //	dst(6) src(6) ethertype(2) magic(4) stream(4) seq(8) zero padding
 func Frame(src [6]byte, stream uint32, seq uint64) []byte {
 	b := make([]byte, FrameLen)
+	putHeader(b, src, stream)
+	putSeq(b, seq)
+	return b
+}
+
+// putHeader writes everything of a frame but its sequence number into b,
+// which is FrameLen long and zero.
+func putHeader(b []byte, src [6]byte, stream uint32) {
 	copy(b[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	copy(b[6:12], src[:])
 	binary.BigEndian.PutUint16(b[12:14], EtherType)
 	binary.BigEndian.PutUint32(b[14:18], magic)
 	binary.BigEndian.PutUint32(b[18:22], stream)
-	binary.BigEndian.PutUint64(b[22:30], seq)
-	return b
 }
+
+// putSeq writes the sequence number of the frame in b.
+func putSeq(b []byte, seq uint64) { binary.BigEndian.PutUint64(b[22:30], seq) }
 
 // SourceMAC is the locally administered source address a Sender of stream
 // puts in its frames.

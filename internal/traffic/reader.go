@@ -2,22 +2,53 @@ package traffic
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
-// Reader reads frames from a tun/tap queue file and checks each is ours.
+// Reader reads frames from a tun/tap queue file, checks each is ours and
+// follows each stream's sequence numbers.
 type Reader struct {
-	f   *os.File
-	buf []byte
+	f     *os.File
+	buf   []byte
+	total atomic.Uint64
 	// Seen counts frames read, per stream.
 	Seen map[uint32]uint64
+	// Streams follows the sequence numbers of each stream, in read order.
+	Streams map[uint32]*Stream
+}
+
+// Stream is what a Reader saw of one sender's frames. A Sender numbers its
+// frames 0, 1, 2, ... and a queue must deliver them in that order, so each
+// frame read must carry a number above the last one read; the numbers it
+// jumps over are frames that did not arrive.
+type Stream struct {
+	// First is the number of the first frame read, Last the highest.
+	First, Last uint64
+	// InOrder frames carried a number above Last (the first frame
+	// included); Skipped counts the numbers they jumped over.
+	InOrder, Skipped uint64
+	// Repeated frames carried Last again: a duplicate. Late frames carried
+	// a number below Last: reordered, or a duplicate of an older frame
+	// (the last number alone cannot tell which).
+	Repeated, Late uint64
+	// Disorder describes the first repeated or late frame.
+	Disorder string
+}
+
+func (s *Stream) String() string {
+	return fmt.Sprintf("first %d last %d: %d in order, %d skipped, %d repeated, %d late", s.First, s.Last, s.InOrder, s.Skipped, s.Repeated, s.Late)
 }
 
 // NewReader reads from f, which must honour read deadlines (tuntap.Device).
 func NewReader(f *os.File) *Reader {
-	return &Reader{f: f, buf: make([]byte, 65536), Seen: map[uint32]uint64{}}
+	return &Reader{f: f, buf: make([]byte, 65536), Seen: map[uint32]uint64{}, Streams: map[uint32]*Stream{}}
 }
 
 // Read reads up to n frames, waiting at most wait for each one. It returns
@@ -35,11 +66,9 @@ func (r *Reader) Read(n int, wait time.Duration) (int, error) {
 		if err != nil {
 			return i, err
 		}
-		stream, _, err := Parse(r.buf[:m])
-		if err != nil {
+		if err := r.record(r.buf[:m]); err != nil {
 			return i, err
 		}
-		r.Seen[stream]++
 	}
 	return n, nil
 }
@@ -57,4 +86,96 @@ func (r *Reader) Drain(quiet time.Duration) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// ReadUntil reads frames as they come until stop is closed, waiting in the
+// runtime's poller instead of with a deadline per frame, so it costs little
+// more than its read(2) calls. Other goroutines may call Total meanwhile;
+// Seen and Streams belong to it until it returns.
+func (r *Reader) ReadUntil(stop <-chan struct{}) error {
+	if err := r.f.SetReadDeadline(time.Time{}); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-stop:
+			r.f.SetReadDeadline(time.Now())
+		case <-done:
+		}
+	}()
+	for {
+		m, err := r.f.Read(r.buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.record(r.buf[:m]); err != nil {
+			return err
+		}
+	}
+}
+
+// Total is how many frames r has read; safe to call while ReadUntil runs.
+func (r *Reader) Total() uint64 { return r.total.Load() }
+
+func (r *Reader) record(b []byte) error {
+	stream, seq, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	r.Seen[stream]++
+	r.total.Add(1)
+	s := r.Streams[stream]
+	switch {
+	case s == nil:
+		r.Streams[stream] = &Stream{First: seq, Last: seq, InOrder: 1}
+	case seq > s.Last:
+		s.Skipped += seq - s.Last - 1
+		s.Last = seq
+		s.InOrder++
+	case seq == s.Last:
+		s.Repeated++
+		if s.Disorder == "" {
+			s.Disorder = fmt.Sprintf("frame %d again right after itself (frame %d of the stream read)", seq, r.Seen[stream])
+		}
+	default:
+		s.Late++
+		if s.Disorder == "" {
+			s.Disorder = fmt.Sprintf("frame %d after frame %d (frame %d of the stream read)", seq, s.Last, r.Seen[stream])
+		}
+	}
+	return nil
+}
+
+// InOrder returns an error naming every stream that had a repeated or a
+// late frame, nil when each stream arrived in order.
+func (r *Reader) InOrder() error {
+	var bad []string
+	for _, id := range slices.Sorted(maps.Keys(r.Streams)) {
+		if s := r.Streams[id]; s.Repeated+s.Late > 0 {
+			bad = append(bad, fmt.Sprintf("stream %d: %v; first: %s", id, s, s.Disorder))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("frames out of order: %s", strings.Join(bad, "; "))
+}
+
+// Missing returns how many frames of [from, to), the numbers a sender used
+// for stream, r did not read in order. A frame read with a number outside
+// that range is an error: the stream is not the sender's.
+func (r *Reader) Missing(stream uint32, from, to uint64) (uint64, error) {
+	s := r.Streams[stream]
+	if s == nil {
+		return to - from, nil
+	}
+	if s.First < from || s.Last >= to {
+		return 0, fmt.Errorf("stream %d: read frames %d..%d, outside the %d..%d sent", stream, s.First, s.Last, from, to-1)
+	}
+	return to - from - s.InOrder, nil
 }

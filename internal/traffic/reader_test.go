@@ -1,0 +1,94 @@
+package traffic
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+// datagrams returns a Reader on one end of a datagram socket pair (it
+// honours deadlines, as a tap's file does) and a function writing frames
+// of stream into the other end.
+func datagrams(t *testing.T) (*Reader, func(stream uint32, seqs ...uint64)) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	assert.NilError(t, err)
+	rd, wr := os.NewFile(uintptr(fds[0]), "read"), os.NewFile(uintptr(fds[1]), "write")
+	t.Cleanup(func() { rd.Close(); wr.Close() })
+	return NewReader(rd), func(stream uint32, seqs ...uint64) {
+		for _, seq := range seqs {
+			_, err := wr.Write(Frame(SourceMAC(stream), stream, seq))
+			assert.NilError(t, err)
+		}
+	}
+}
+
+func TestReaderFollowsStreams(t *testing.T) {
+	r, write := datagrams(t)
+	write(1, 0, 1, 2, 5, 9)
+	write(2, 7, 8)
+	got, err := r.Drain(10 * time.Millisecond)
+	assert.NilError(t, err)
+	assert.Equal(t, got, 7)
+	assert.NilError(t, r.InOrder())
+	assert.DeepEqual(t, *r.Streams[1], Stream{First: 0, Last: 9, InOrder: 5, Skipped: 5})
+	assert.DeepEqual(t, *r.Streams[2], Stream{First: 7, Last: 8, InOrder: 2})
+	assert.DeepEqual(t, r.Seen, map[uint32]uint64{1: 5, 2: 2})
+
+	missing, err := r.Missing(1, 0, 12)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(missing, uint64(7)), "3, 4, 6, 7, 8, 10, 11")
+	missing, err = r.Missing(3, 4, 10)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(missing, uint64(6)), "a stream never read misses all")
+	_, err = r.Missing(2, 0, 8)
+	assert.ErrorContains(t, err, "outside the 0..7 sent")
+}
+
+func TestReaderFindsDisorder(t *testing.T) {
+	r, write := datagrams(t)
+	write(1, 0, 1, 1, 2)
+	write(2, 0, 3, 2, 4)
+	_, err := r.Drain(10 * time.Millisecond)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, *r.Streams[1], Stream{First: 0, Last: 2, InOrder: 3, Repeated: 1,
+		Disorder: "frame 1 again right after itself (frame 3 of the stream read)"})
+	assert.DeepEqual(t, *r.Streams[2], Stream{First: 0, Last: 4, InOrder: 3, Skipped: 2, Late: 1,
+		Disorder: "frame 2 after frame 3 (frame 3 of the stream read)"})
+	assert.ErrorContains(t, r.InOrder(), "stream 1: first 0 last 2: 3 in order, 0 skipped, 1 repeated, 0 late; first: frame 1 again")
+	assert.ErrorContains(t, r.InOrder(), "stream 2: first 0 last 4: 3 in order, 2 skipped, 0 repeated, 1 late; first: frame 2 after frame 3")
+}
+
+func TestReadUntil(t *testing.T) {
+	r, write := datagrams(t)
+	write(1, 0, 1, 2)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- r.ReadUntil(stop) }()
+	for end := time.Now().Add(5 * time.Second); r.Total() < 3; time.Sleep(time.Millisecond) {
+		assert.Assert(t, time.Now().Before(end), "ReadUntil read %d of 3 frames in 5s", r.Total())
+	}
+	close(stop)
+	select {
+	case err := <-done:
+		assert.NilError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadUntil did not return within 5s of stop")
+	}
+	assert.DeepEqual(t, *r.Streams[1], Stream{First: 0, Last: 2, InOrder: 3})
+}
+
+func TestReadNow(t *testing.T) {
+	r, write := datagrams(t)
+	got, err := r.ReadNow()
+	assert.NilError(t, err)
+	assert.Equal(t, got, 0, "nothing waiting")
+	write(4, 6)
+	got, err = r.ReadNow()
+	assert.NilError(t, err)
+	assert.Equal(t, got, 1)
+	assert.DeepEqual(t, *r.Streams[4], Stream{First: 6, Last: 6, InOrder: 1})
+}
