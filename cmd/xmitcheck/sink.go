@@ -26,15 +26,31 @@ type resultSink struct {
 	mu   sync.Mutex // guards run and json against the converter goroutine
 	conv *converter
 	err  error
+
+	// running is the binary that started and has not exited; exited are
+	// those that did; splats are this boot's kernel reports.
+	running string
+	exited  map[string]bool
+	splats  []vmtest.Splat
 }
 
 func (s *resultSink) Start(b vmtest.Binary) {
+	s.running = b.Name
 	c, err := startConverter(b.Name, s.add)
 	if err != nil {
 		s.err = err
 		return
 	}
 	s.conv = c
+}
+
+// endBoot ends a binary the kernel died under: its converter flushes what
+// the binary printed.
+func (s *resultSink) endBoot() {
+	if s.conv != nil {
+		s.conv.close()
+		s.conv = nil
+	}
 }
 
 func (s *resultSink) Output(b vmtest.Binary, p []byte) {
@@ -47,6 +63,11 @@ func (s *resultSink) Output(b vmtest.Binary, p []byte) {
 }
 
 func (s *resultSink) Exit(b vmtest.Binary, code int) {
+	s.running = ""
+	if s.exited == nil {
+		s.exited = map[string]bool{}
+	}
+	s.exited[b.Name] = true
 	if s.conv == nil {
 		return
 	}
@@ -62,6 +83,7 @@ func (s *resultSink) Exit(b vmtest.Binary, code int) {
 func (s *resultSink) Splat(sp vmtest.Splat) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.splats = append(s.splats, sp)
 	s.run.AttachKernel(sp.Kind, sp.Lines)
 	if s.verbose != nil {
 		for _, l := range sp.Lines {

@@ -22,6 +22,7 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 			n++
 		}
 		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", ind, ind, ktapName(r.Kernel), ind, n)
+		diag(bw, ind, r.Notes)
 		for j, p := range pkgs {
 			writeNode(bw, ind, j+1, p)
 		}

@@ -6,6 +6,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +56,10 @@ type Test struct {
 	// Kernel holds reports attached by the runner (splats, crashes): they
 	// fail the test whatever it said itself.
 	Kernel []string
-	done   bool
+	// Artefact is set when the test failed through no fault of the
+	// kernel's (the emulator's): it counts as not tested.
+	Artefact bool
+	done     bool
 }
 
 // Reason is the last line the test logged before it ended, without its
@@ -90,8 +94,11 @@ type Run struct {
 	ExpectSource string
 	Verdicts     []Verdict
 	Misses       []FeatureMiss
-	byName       map[string]*Test
-	running      []*Test
+	// Notes are what the runner did about the run: boots again after a
+	// crash, reruns after an emulator artefact.
+	Notes   []string
+	byName  map[string]*Test
+	running []*Test
 }
 
 // NewRun starts the record of one kernel's run.
@@ -270,4 +277,29 @@ func (r *Run) BenchmarkLines() []string {
 		}
 	}
 	return out
+}
+
+// Note records what the runner did about the run.
+func (r *Run) Note(n string) { r.Notes = append(r.Notes, n) }
+
+// DropPackage forgets everything pkg's binary reported, before it runs
+// again.
+func (r *Run) DropPackage(pkg string) {
+	r.Tests = slices.DeleteFunc(r.Tests, func(t *Test) bool { return t.Package == pkg })
+	for k, t := range r.byName {
+		if t.Package == pkg {
+			delete(r.byName, k)
+		}
+	}
+	r.running = slices.DeleteFunc(r.running, func(t *Test) bool { return t.Package == pkg })
+}
+
+// MarkArtefact makes pkg's failed and unfinished tests artefacts: the
+// emulator failed them, not the kernel.
+func (r *Run) MarkArtefact(pkg string) {
+	for _, t := range r.Tests {
+		if t.Package == pkg && (t.Status == Fail || !t.done) {
+			t.Artefact = true
+		}
+	}
 }

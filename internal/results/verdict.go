@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -98,7 +99,7 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 	type tally struct {
 		ran, passed, skipped int
 		broken, absent       string
-		skipWhy              string
+		skipWhy, untested    string
 	}
 	by := map[feature.Seed]*tally{}
 	get := func(s feature.Seed) *tally {
@@ -138,6 +139,10 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 		switch t.Status {
 		case Fail:
 			if r.hasFailedChild(t) {
+				continue
+			}
+			if t.Artefact {
+				a.untested = cmp.Or(a.untested, shortPackage(t.Package)+"."+t.Name+": failed by the emulator, not the kernel")
 				continue
 			}
 			if explained { // a probe failed it: like a skip, judged by Misses
@@ -184,6 +189,8 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 			v.State, v.Why = Broken, a.broken
 		case a.absent != "":
 			v.State, v.Why = Absent, a.absent
+		case a.untested != "":
+			v.State, v.Why = Error, a.untested
 		case r.Err != nil && a.passed == 0:
 			v.State, v.Why = Error, r.Err.Error()
 		case a.passed > 0:
