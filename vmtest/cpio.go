@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -16,6 +18,8 @@ import (
 type cpioWriter struct {
 	w   io.Writer
 	ino uint32
+	// dirs are the directories CopyAt has made.
+	dirs map[string]bool
 }
 
 // File modes of the entries (S_IFMT bits).
@@ -94,6 +98,26 @@ func (c *cpioWriter) Copy(name string, perm uint32, src string) error {
 		return fmt.Errorf("%s changed while it was copied", src)
 	}
 	return c.pad(int(n))
+}
+
+// CopyAt adds the host file at the same absolute path in the archive,
+// after the directories above it that the archive lacks.
+func (c *cpioWriter) CopyAt(path string, perm uint32) error {
+	name := strings.TrimPrefix(filepath.Clean(path), "/")
+	if c.dirs == nil {
+		c.dirs = map[string]bool{}
+	}
+	var missing []string
+	for d := filepath.Dir(name); d != "." && !c.dirs[d]; d = filepath.Dir(d) {
+		missing = append(missing, d)
+	}
+	for _, d := range slices.Backward(missing) {
+		c.dirs[d] = true
+		if err := c.Dir(d); err != nil {
+			return err
+		}
+	}
+	return c.Copy(name, perm, path)
 }
 
 // Close writes the trailer entry.

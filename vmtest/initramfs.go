@@ -59,6 +59,11 @@ func writeInitramfs(w io.Writer, init string, k *kernels.Kernel, job Job) (*init
 			return nil, fmt.Errorf("test binary %s: %w", b.Name, err)
 		}
 		ir.spec.Binaries = append(ir.spec.Binaries, guest.Binary{Name: b.Name, Path: p, Args: b.Args})
+		for _, src := range b.Sources {
+			if err := c.CopyAt(src, 0o644); err != nil {
+				return nil, fmt.Errorf("source of %s: %w", b.Name, err)
+			}
+		}
 	}
 	var names []string
 	for _, n := range append(append([]string{}, transportModules...), job.Modules...) {

@@ -23,6 +23,10 @@ type Binary struct {
 	Path string
 	// Args are passed to the binary, e.g. -test.v=test2json -test.run=X.
 	Args []string
+	// Sources are the package's source files (absolute paths), put at the
+	// same paths in the native guest, where gotest.tools reads a failed
+	// assertion's expression from them.
+	Sources []string
 }
 
 // Timeouts bound every phase of a run. Zero means the default.

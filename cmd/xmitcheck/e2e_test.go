@@ -83,3 +83,15 @@ func TestHangDoesNotHideTheRest(t *testing.T) {
 	assert.Check(t, is.Contains(string(out), "booting again for the 1 test binaries not yet run"))
 	assert.Check(t, is.Contains(string(out), "1 passed, 1 failed"), "internal/splat's TestStart ran after TestHang hung")
 }
+
+// TestAssertionShowsItsExpression: gotest.tools reads a failed assertion's
+// expression from the test's source file, which the guest must have.
+func TestAssertionShowsItsExpression(t *testing.T) {
+	tiny(t)
+	cmd := exec.Command(xmitcheck, "run", "--kernel", "debian:7.3", "--accel", "tcg", "-run", "^TestAssert$", "./vmtest/testdata/tiny")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "XMITCHECK_TINY=assert", "CGO_ENABLED=0")
+	out, _ := cmd.CombinedOutput()
+	assert.Check(t, is.Contains(string(out), "assertion failed: answer is not 42"), "%s", out)
+	assert.Check(t, !strings.Contains(string(out), "failed to parse source file"))
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/xmitcheck/xmitcheck/vmtest"
@@ -17,7 +18,7 @@ import (
 // buildTests compiles the test binaries of pkgs (go test -c, static so they
 // run in a bare initramfs) into dir and returns them, in order, with args.
 func buildTests(ctx context.Context, dir string, pkgs []string, args []string) ([]vmtest.Binary, error) {
-	list := exec.CommandContext(ctx, "go", append([]string{"list", "-json=ImportPath,Name,TestGoFiles,XTestGoFiles"}, pkgs...)...)
+	list := exec.CommandContext(ctx, "go", append([]string{"list", "-json=ImportPath,Name,Dir,GoFiles,TestGoFiles,XTestGoFiles"}, pkgs...)...)
 	var stderr bytes.Buffer
 	list.Stderr = &stderr
 	out, err := list.Output()
@@ -29,8 +30,8 @@ func buildTests(ctx context.Context, dir string, pkgs []string, args []string) (
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p struct {
-			ImportPath, Name          string
-			TestGoFiles, XTestGoFiles []string
+			ImportPath, Name, Dir              string
+			GoFiles, TestGoFiles, XTestGoFiles []string
 		}
 		if err := dec.Decode(&p); err != nil {
 			return nil, fmt.Errorf("go list: %w", err)
@@ -39,7 +40,11 @@ func buildTests(ctx context.Context, dir string, pkgs []string, args []string) (
 			continue
 		}
 		paths = append(paths, p.ImportPath)
-		bins = append(bins, vmtest.Binary{Name: p.ImportPath, Path: filepath.Join(dir, p.Name+".test"), Args: args})
+		var srcs []string
+		for _, f := range slices.Concat(p.GoFiles, p.TestGoFiles, p.XTestGoFiles) {
+			srcs = append(srcs, filepath.Join(p.Dir, f))
+		}
+		bins = append(bins, vmtest.Binary{Name: p.ImportPath, Path: filepath.Join(dir, p.Name+".test"), Args: args, Sources: srcs})
 	}
 	if len(bins) == 0 {
 		return nil, usagef("no tests in %s", strings.Join(pkgs, " "))

@@ -10,6 +10,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"gotest.tools/v3/assert"
 )
 
 func only(t *testing.T, name string) {
@@ -68,4 +70,12 @@ func TestPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Hour)
+}
+
+// TestAssert fails a gotest.tools assertion, whose message quotes the
+// expression it reads from this file: the guest must have the source.
+func TestAssert(t *testing.T) {
+	only(t, "assert")
+	answer := 41
+	assert.Check(t, answer == 42)
 }
