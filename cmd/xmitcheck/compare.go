@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,8 +30,6 @@ func cmdCompare(args []string) (int, error) {
 	patched := fs.String("patched", "", "the kernel with the change")
 	expectBase := fs.String("expect-base", "", "what the base kernel must show (--expect syntax; default: its line in kernels/expectations, else the reference's seeds)")
 	expectPatched := fs.String("expect-patched", "", "what the patched kernel must show")
-	bench := fs.String("bench", ".", "benchmarks to compare (go test -bench regexp; empty: none)")
-	benchtime := fs.String("benchtime", "20000x", "go test -benchtime for each benchmark run")
 	count := fs.Int("count", 5, "interleaved rounds of benchmarks (one boot of each kernel per round)")
 	markdown := fs.String("markdown", "", "also write the comparison as Markdown (a mailing-list reply) to this file")
 	jsonFile := fs.String("json-file", "", "also write the comparison as JSON to this file")
@@ -52,6 +51,12 @@ func cmdCompare(args []string) (int, error) {
 		return 0, err
 	}
 	s.parseArgs(fs)
+	// The verdicts come first, without benchmarks; the benchmarks (all of
+	// them unless -bench says, "none" for none) after.
+	bench := s
+	bench.runRE, bench.ktap, bench.junit, bench.json = "^$", "", "", false
+	bench.bench, bench.benchtime = cmp.Or(s.bench, "."), cmp.Or(s.benchtime, "20000x")
+	s.bench = ""
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ks, err := s.v.resolve(ctx)
@@ -70,11 +75,9 @@ func cmdCompare(args []string) (int, error) {
 	c := comparison{Base: runs[0].Kernel, Patched: runs[1].Kernel, Seeds: results.DiffVerdicts(runs[0], runs[1]), Tests: results.DiffTests(runs[0], runs[1])}
 	writeDiff(os.Stdout, c)
 
-	if *bench != "" {
-		fmt.Printf("\n== benchmarks: %d interleaved rounds, -benchtime %s\n", *count, *benchtime)
-		b := s
-		b.runRE, b.ktap, b.junit, b.json = "^$", "", "", false
-		out, err := b.benchRounds(ctx, ks, *bench, *benchtime, *count)
+	if bench.bench != "none" {
+		fmt.Printf("\n== benchmarks: %d interleaved rounds, -benchtime %s\n", *count, bench.benchtime)
+		out, err := bench.benchRounds(ctx, ks, *count)
 		if err != nil {
 			return 0, err
 		}
@@ -111,13 +114,13 @@ type comparison struct {
 
 // benchRounds runs the benchmarks count times on each kernel, alternating,
 // and returns each kernel's benchmark lines (go test's format).
-func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, bench, benchtime string, count int) ([][]byte, error) {
+func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, count int) ([][]byte, error) {
 	dir, err := os.MkdirTemp("", "xmitcheck-bench-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	bins, err := buildTests(ctx, dir, s.pkgs, []string{"-test.v=test2json", "-test.run=^$", "-test.bench=" + bench, "-test.benchtime=" + benchtime, "-test.timeout=" + s.testTimeout.String()})
+	bins, err := buildTests(ctx, dir, s.pkgs, s.testArgs())
 	if err != nil {
 		return nil, err
 	}

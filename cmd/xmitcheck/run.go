@@ -31,6 +31,10 @@ type suiteRun struct {
 	json        bool
 	verbose     bool
 	pkgs        []string
+	// go test's own flags, passed through to every binary.
+	bench, benchtime, shuffle string
+	list                      string
+	failfast, short           bool
 }
 
 func (s *suiteRun) register(fs *flag.FlagSet) {
@@ -41,6 +45,31 @@ func (s *suiteRun) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.json, "json", false, "print go test -json events, labelled with the kernel, on stdout")
 	fs.StringVar(&s.junit, "junit", "", "write JUnit XML to this file")
 	fs.BoolVar(&s.verbose, "v", false, "print the tests' output as they run")
+	fs.StringVar(&s.bench, "bench", "", "go test -bench: also run these benchmarks")
+	fs.StringVar(&s.benchtime, "benchtime", "", "go test -benchtime")
+	fs.StringVar(&s.list, "list", "", "go test -list: list the tests, benchmarks and examples matching this regexp")
+	fs.BoolVar(&s.failfast, "failfast", false, "go test -failfast: a binary stops at its first failed test")
+	fs.BoolVar(&s.short, "short", false, "go test -short")
+	fs.StringVar(&s.shuffle, "shuffle", "", "go test -shuffle: off, on or a seed")
+}
+
+// testArgs are the arguments every test binary gets.
+func (s *suiteRun) testArgs() []string {
+	args := []string{"-test.v=test2json", "-test.count=1", "-test.timeout=" + s.testTimeout.String()}
+	for _, f := range []struct{ name, value string }{
+		{"run", s.runRE}, {"bench", s.bench}, {"benchtime", s.benchtime}, {"list", s.list}, {"shuffle", s.shuffle},
+	} {
+		if f.value != "" {
+			args = append(args, "-test."+f.name+"="+f.value)
+		}
+	}
+	if s.failfast {
+		args = append(args, "-test.failfast")
+	}
+	if s.short {
+		args = append(args, "-test.short")
+	}
+	return args
 }
 
 // parseArgs takes the packages from what follows the flags.
@@ -59,11 +88,7 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	testArgs := []string{"-test.v=test2json", "-test.count=1", "-test.timeout=" + s.testTimeout.String()}
-	if s.runRE != "" {
-		testArgs = append(testArgs, "-test.run="+s.runRE)
-	}
-	bins, err := buildTests(ctx, dir, s.pkgs, testArgs)
+	bins, err := buildTests(ctx, dir, s.pkgs, s.testArgs())
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +128,15 @@ func cmdRun(args []string) (int, error) {
 	fs := newFlags("run")
 	var s suiteRun
 	s.register(fs)
+	count := fs.Int("count", 1, "rounds: run every suite this many times per kernel, each round on fresh boots; more than one reports every verdict change and flaky test (a soak)")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
 	if err := s.v.check(); err != nil {
 		return 0, err
+	}
+	if *count < 1 {
+		return 0, usagef("run: -count must be at least 1")
 	}
 	s.parseArgs(fs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -116,11 +145,28 @@ func cmdRun(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	runs, err := s.exec(ctx, ks)
-	if err != nil {
-		return 0, err
+	var rounds [][]*results.Run
+	for i := range *count {
+		if *count > 1 {
+			fmt.Printf("== round %d of %d\n", i+1, *count)
+		}
+		runs, err := s.exec(ctx, ks)
+		if err != nil {
+			return 0, err
+		}
+		rounds = append(rounds, runs)
+		if ctx.Err() != nil {
+			return exitInfra, ctx.Err()
+		}
 	}
-	return runExit(runs), nil
+	code := exitOK
+	for _, runs := range rounds {
+		code = max(code, runExit(runs))
+	}
+	if *count > 1 && !results.WriteSoak(os.Stdout, rounds) {
+		code = max(code, exitFail)
+	}
+	return code, nil
 }
 
 // runExit is run's exit code: a crash or hang first, then a run that could
@@ -157,13 +203,12 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 		return nil, err
 	}
 	b := v.newBackend(k, init)
-	if p := progress(); p != nil {
-		fmt.Fprintf(p, "xmitcheck: running %d test binaries on %s (%s backend)…\n", len(bins), k.Label(), b.Name())
-	}
-	s := &resultSink{run: results.NewRun(k.Label()), kernel: k.Label(), json: enc}
+	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend)…\n", len(bins), k.Label(), b.Name())
+	s := &resultSink{run: results.NewRun(k.Label()), kernel: k.Label(), name: k.Name, json: enc, progress: progress(), started: time.Now()}
 	if verbose {
 		s.verbose = human
 	}
+	defer s.heartbeat(30 * time.Second)()
 	var runErr error
 	retried := map[string]bool{}
 	for todo := bins; len(todo) > 0; {
@@ -178,6 +223,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 				s.run.BootToFirstTest = out.BootToFirstTest
 			}
 			s.run.Total += out.Total
+			s.run.Accel = out.Accel
 		}
 		if err == nil {
 			break
@@ -225,7 +271,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 	s.run.Judge(e, source)
 	if enc != nil {
 		for _, ev := range s.run.VerdictEvents() {
-			enc.Encode(ev)
+			enc.Encode(labelled(ev, k.Name))
 		}
 	}
 	return s.run, nil

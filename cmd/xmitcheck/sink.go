@@ -2,12 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/results"
 	"github.com/xmitcheck/xmitcheck/vmtest"
@@ -19,7 +23,8 @@ import (
 // splats fail the test that was running.
 type resultSink struct {
 	run     *results.Run
-	kernel  string
+	kernel  string        // the label, "debian:7.3 (7.3.4-1~bpo13+1)"
+	name    string        // what --kernel said, "debian:7.3"
 	json    *json.Encoder // nil unless --json
 	verbose io.Writer     // nil unless -v: the tests' raw output
 
@@ -32,6 +37,44 @@ type resultSink struct {
 	running string
 	exited  map[string]bool
 	splats  []vmtest.Splat
+
+	// progress gets a line per finished binary and a heartbeat; started
+	// is when the kernel's run began.
+	progress io.Writer
+	started  time.Time
+}
+
+// heartbeat says every period which test runs, so a long run shows life
+// where there is no terminal. The returned func stops it.
+func (s *resultSink) heartbeat(period time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.mu.Lock()
+				what := "booting"
+				if rt := s.run.Running(); rt != nil {
+					what = shortName(rt.Package) + " " + rt.Name
+				}
+				s.mu.Unlock()
+				fmt.Fprintf(s.progress, "xmitcheck: %s: %v, running %s\n", s.kernel, time.Since(s.started).Round(time.Second), what)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// shortName is a package path from "suites/" on.
+func shortName(pkg string) string {
+	if i := strings.Index(pkg, "/suites/"); i >= 0 {
+		return pkg[i+1:]
+	}
+	return pkg
 }
 
 func (s *resultSink) Start(b vmtest.Binary) {
@@ -55,7 +98,7 @@ func (s *resultSink) endBoot() {
 
 func (s *resultSink) Output(b vmtest.Binary, p []byte) {
 	if s.verbose != nil {
-		s.verbose.Write(p)
+		s.verbose.Write(printable(p))
 	}
 	if s.conv != nil {
 		s.conv.write(p)
@@ -73,6 +116,9 @@ func (s *resultSink) Exit(b vmtest.Binary, code int) {
 	}
 	verdict := s.conv.close()
 	s.conv = nil
+	if s.progress != nil {
+		fmt.Fprintf(s.progress, "xmitcheck: %s: %s %s (exit %d) at %v\n", s.kernel, shortName(b.Name), cmp.Or(verdict, "ended"), code, time.Since(s.started).Round(time.Second))
+	}
 	if code != 0 && verdict != "fail" {
 		// The binary failed without saying so (a panic, a kill, a leak
 		// found after the tests passed): its package fails.
@@ -98,7 +144,7 @@ func (s *resultSink) add(e results.Event) {
 	e.Kernel = s.kernel
 	s.run.Add(e)
 	if s.json != nil {
-		s.json.Encode(e)
+		s.json.Encode(labelled(e, s.name))
 	}
 }
 
@@ -152,4 +198,23 @@ func (c *converter) close() string {
 	<-c.done
 	c.cmd.Wait()
 	return c.verdict
+}
+
+// labelled is e as --json prints it: the package prefixed with the kernel
+// ("debian:7.3/suites/tun"), so tools that group by package (gotestsum,
+// tparse) keep kernels apart.
+func labelled(e results.Event, kernel string) results.Event {
+	e.Package = kernel + "/" + shortName(e.Package)
+	return e
+}
+
+// printable replaces control bytes other than newline and tab, which a
+// guest's raw output may carry, so -v output stays text.
+func printable(p []byte) []byte {
+	return bytes.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, p)
 }

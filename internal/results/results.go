@@ -86,8 +86,10 @@ type Run struct {
 	Tests []*Test
 	// Err is set when the run itself failed (crash, hang, boot failure).
 	Err error
-	// BootToFirstTest and Total are the run's timings, when known.
+	// BootToFirstTest and Total are the run's timings, when known; Accel
+	// is how the guest ran ("kvm", "tcg"; empty on the host).
 	BootToFirstTest, Total time.Duration
+	Accel                  string
 	// Expect is what the kernel must show and ExpectSource where that
 	// came from; Verdicts and Misses are Judge's findings.
 	Expect       feature.Expectation

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -32,7 +33,7 @@ func WriteSummary(w io.Writer, runs []*Run) {
 		}
 		timing := ""
 		if r.Total > 0 {
-			timing = fmt.Sprintf(" (boot-to-first-test %v, total %v)", r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
+			timing = fmt.Sprintf(" (%s, boot-to-first-test %v, total %v)", cmp.Or(r.Accel, "no VM"), r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
 		}
 		fmt.Fprintf(w, "%s: %v%s\n", r.Kernel, c, timing)
 		if r.Err != nil {

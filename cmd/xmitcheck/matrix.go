@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/results"
+	"golang.org/x/sys/unix"
+)
+
+// matrixKernels is what matrix runs on when no --kernel is given: every
+// catalog kernel and the machine's own.
+var matrixKernels = []string{"debian:5.10", "debian:6.1", "debian:6.12", "debian:7.2", "debian:7.3", "host"}
+
+// cmdMatrix runs the suites on many kernels, several VMs at once, and
+// writes one folder: results.json (every kernel's snapshot, what `report`
+// reads), and per kernel its KTAP, JUnit and go test -json events; then
+// the verdict table. --check fails the run when a cell differs from its
+// expectation.
+func cmdMatrix(args []string) (int, error) {
+	fs := newFlags("matrix")
+	var s suiteRun
+	s.register(fs)
+	out := fs.String("out", "xmitcheck-matrix", "output folder (replaced)")
+	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation (kernels/expectations or --expect)")
+	jobs := fs.Int("j", 0, "kernels at once (0: as many as cores and memory allow, one VM per --cpus cores)")
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if len(s.v.kernels) == 0 {
+		s.v.kernels = matrixKernels
+	}
+	if err := s.v.check(); err != nil {
+		return 0, err
+	}
+	s.parseArgs(fs)
+	if *jobs <= 0 {
+		*jobs = defaultJobs(s.v.cpus, s.v.memoryMB)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	start := time.Now()
+	ks, err := s.v.resolve(ctx)
+	if err != nil {
+		return 0, err
+	}
+	fetched := time.Since(start)
+	dir, err := os.MkdirTemp("", "xmitcheck-matrix-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	bins, err := buildTests(ctx, dir, s.pkgs, s.testArgs())
+	if err != nil {
+		return 0, err
+	}
+	init, err := initBinary(ctx, dir)
+	if err != nil {
+		return 0, err
+	}
+	tmpOut, err := os.MkdirTemp(filepath.Dir(filepath.Clean(*out)), "."+filepath.Base(*out)+".tmp-")
+	if err != nil {
+		return 0, fmt.Errorf("output folder: %w", err)
+	}
+	defer os.RemoveAll(tmpOut)
+
+	fmt.Fprintf(progress(), "xmitcheck: matrix of %d kernels, %d at once (kernels ready in %v)\n", len(ks), *jobs, fetched.Round(time.Second))
+	runs := make([]*results.Run, len(ks))
+	errs := make([]error, len(ks))
+	human := make([]bytes.Buffer, len(ks))
+	sem := make(chan struct{}, *jobs)
+	var wg sync.WaitGroup
+	for i, k := range ks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = writeTo(filepath.Join(tmpOut, fileKey(k.Name)+".json"), func(w io.Writer) error {
+				var err error
+				runs[i], err = runOne(ctx, &s.v, k, init, bins, json.NewEncoder(w), false, &human[i])
+				return err
+			})
+			if runs[i] != nil {
+				fmt.Fprintf(progress(), "xmitcheck: %s done: %v\n", k.Label(), runs[i].Counts())
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", ks[i].Label(), err)
+		}
+	}
+
+	var snaps []results.Snapshot
+	for i, r := range runs {
+		os.Stdout.Write(human[i].Bytes())
+		k := ks[i]
+		if err := writeReports([]*results.Run{r}, filepath.Join(tmpOut, fileKey(k.Name)+".ktap"), filepath.Join(tmpOut, fileKey(k.Name)+".junit.xml")); err != nil {
+			return 0, err
+		}
+		sn := r.Snapshot()
+		sn.Name, sn.Release = k.Name, k.Release
+		if k.Package != "" {
+			sn.Package = k.Package + " " + k.PackageVersion
+		}
+		snaps = append(snaps, sn)
+	}
+	if err := writeTo(filepath.Join(tmpOut, "results.json"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(snaps)
+	}); err != nil {
+		return 0, err
+	}
+	var table bytes.Buffer
+	results.WriteSummary(&table, runs)
+	results.WriteVerdicts(&table, runs)
+	fmt.Fprintf(&table, "wall time %v: kernels ready in %v, then %d kernels %d at once\n", time.Since(start).Round(time.Second), fetched.Round(time.Second), len(ks), *jobs)
+	if err := os.WriteFile(filepath.Join(tmpOut, "summary.txt"), table.Bytes(), 0o644); err != nil {
+		return 0, err
+	}
+	os.Stdout.Write(table.Bytes())
+	if err := os.RemoveAll(*out); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmpOut, *out); err != nil {
+		return 0, err
+	}
+	fmt.Printf("matrix: %s (results.json, per kernel .ktap .junit.xml .json; xmitcheck report %[1]s)\n", *out)
+
+	code := runExit(runs)
+	if !*check && code == exitFail {
+		code = exitOK
+	}
+	return code, nil
+}
+
+// defaultJobs is how many kernels run at once: one VM per cpus cores of
+// this machine, as far as memory holds one guest and as much again for
+// the host, and at least one.
+func defaultJobs(cpus, memoryMB int) int {
+	cpus = max(cpus, 2)
+	n := runtime.NumCPU() / cpus
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil && memoryMB > 0 {
+		free := int(uint64(si.Freeram) * uint64(si.Unit) >> 20)
+		n = min(n, free/(2*max(memoryMB, 1024)))
+	}
+	return max(n, 1)
+}
+
+// fileKey names a kernel's files: "debian:7.3" → "debian-7.3", a path by
+// its last elements.
+func fileKey(name string) string {
+	return strings.NewReplacer(":", "-", "/", "_", " ", "_").Replace(strings.TrimLeft(name, "./"))
+}
