@@ -7,7 +7,7 @@ GO      ?= go
 KERNEL  ?= debian:7.3
 export CGO_ENABLED := 0
 
-.PHONY: all build deps run test unit check bench discriminate bisect-demo clean
+.PHONY: all build deps run test unit check bench discriminate matrix report bisect-demo clean
 
 all: build
 
@@ -64,6 +64,22 @@ check:
 		|| { echo "check: committed BPF objects differ from a fresh go generate"; exit 1; }; \
 	else echo "check: no clang, BPF objects not regenerated"; fi
 
+# Every suite on several kernels at once (default: every catalog kernel and
+# the host), into $(MATRIX_OUT); a verdict that differs from
+# kernels/expectations fails it. Then `make report` renders the folder(s).
+MATRIX_OUT ?= xmitcheck-matrix
+MATRIX_KERNELS ?=
+REPORT_OUT ?= $(MATRIX_OUT)
+matrix: deps build
+	./xmitcheck matrix $(MATRIX_KERNELS) --out $(MATRIX_OUT) --check
+
+# One static HTML page and a Markdown reply from one or more matrix
+# folders (the CI summary job merges every kernel's); the verdict table on
+# stdout.
+report: build
+	mkdir -p $(REPORT_OUT)
+	./xmitcheck report -o $(REPORT_OUT)/report.html --markdown $(REPORT_OUT)/report.md $(MATRIX_OUT)
+
 # Proof that bisection finds a bad commit (not in CI: it builds a kernel,
 # 25-60 min the first time): see scripts/bisect-demo.sh.
 bisect-demo: build
@@ -73,4 +89,4 @@ bench: deps build
 	./xmitcheck bench boot --kernel $(KERNEL) --all-backends -n 5
 
 clean:
-	rm -f xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log
+	rm -rf xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log $(MATRIX_OUT)
