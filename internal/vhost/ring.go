@@ -9,11 +9,17 @@ import (
 
 // Split virtqueue constants (include/uapi/linux/virtio_ring.h).
 const (
-	descFlagWrite  = 2 // VRING_DESC_F_WRITE: the device writes the buffer
-	usedFlagNoNote = 1 // VRING_USED_F_NO_NOTIFY: the device needs no kick
-	ringAlign      = 4096
-	descSize       = 16 // struct vring_desc
-	usedElemSize   = 8  // struct vring_used_elem
+	descFlagNext     = 1 // VRING_DESC_F_NEXT: the chain goes on in desc.next
+	descFlagWrite    = 2 // VRING_DESC_F_WRITE: the device writes the buffer
+	descFlagIndirect = 4 // VRING_DESC_F_INDIRECT: the buffer is a table of descriptors
+	usedFlagNoNote   = 1 // VRING_USED_F_NO_NOTIFY: the device needs no kick
+	ringAlign        = 4096
+	descSize         = 16 // struct vring_desc
+	usedElemSize     = 8  // struct vring_used_elem
+	// indirectSize is the table each buffer has when it is posted through
+	// an indirect descriptor: two descriptors, the virtio-net header and the
+	// rest of the buffer.
+	indirectSize = 2 * descSize
 )
 
 // Layout says where the three parts of a split virtqueue of Num entries sit,
@@ -45,6 +51,16 @@ func NewLayout(num int) (Layout, error) {
 
 func alignUp(n, a int) int { return (n + a - 1) &^ (a - 1) }
 
+// memSize is how many bytes a Ring's memory spans: Size rounded up to 4, so
+// that the 16-bit avail_event at the very end can be read as a 32-bit word.
+func (l Layout) memSize() int { return alignUp(l.Size, 4) }
+
+// usedEvent and availEvent are the offsets of the two event indexes of
+// VIRTIO_RING_F_EVENT_IDX: used_event after the avail ring (written by the
+// driver), avail_event after the used ring (written by the device).
+func (l Layout) usedEvent() int  { return l.Avail + 4 + 2*l.Num }
+func (l Layout) availEvent() int { return l.Used + 4 + usedElemSize*l.Num }
+
 // Ring is the driver (guest) side of one split virtqueue whose receive
 // buffers are equal slices of one buffer area. The device side is the
 // kernel: it reads the descriptor table and avail ring and writes the used
@@ -61,15 +77,25 @@ type Ring struct {
 	last   uint16   // the next used slot to read
 	free   []uint16 // descriptor ids the driver owns
 	posted []bool   // posted[id]: the device owns descriptor id
+
+	// eventIdx: VIRTIO_RING_F_EVENT_IDX was negotiated (see NeedsKick,
+	// ArmCall).
+	eventIdx bool
+	// indirect, when set, holds one table of indirectSize bytes per
+	// descriptor id at guest address indirectAddr, and every buffer is
+	// posted through it (VIRTIO_RING_F_INDIRECT_DESC).
+	indirect     []byte
+	indirectAddr uint64
 }
 
-// newRing places a ring in mem (at least l.Size bytes) with receive buffers
-// in bufs (at least l.Num*bufSize bytes) whose guest address is bufAddr.
+// newRing places a ring in mem (at least l.memSize() bytes) with receive
+// buffers in bufs (at least l.Num*bufSize bytes) whose guest address is
+// bufAddr.
 func newRing(l Layout, mem, bufs []byte, bufSize int, bufAddr uint64) (*Ring, error) {
-	if len(mem) < l.Size || len(bufs) < l.Num*bufSize {
-		return nil, fmt.Errorf("vhost: ring needs %d+%d bytes, have %d+%d", l.Size, l.Num*bufSize, len(mem), len(bufs))
+	if len(mem) < l.memSize() || len(bufs) < l.Num*bufSize {
+		return nil, fmt.Errorf("vhost: ring needs %d+%d bytes, have %d+%d", l.memSize(), l.Num*bufSize, len(mem), len(bufs))
 	}
-	r := &Ring{Layout: l, mem: mem[:l.Size], bufs: bufs[:l.Num*bufSize], bufSize: bufSize, bufAddr: bufAddr, posted: make([]bool, l.Num)}
+	r := &Ring{Layout: l, mem: mem[:l.memSize()], bufs: bufs[:l.Num*bufSize], bufSize: bufSize, bufAddr: bufAddr, posted: make([]bool, l.Num)}
 	for id := l.Num - 1; id >= 0; id-- {
 		r.free = append(r.free, uint16(id))
 	}
@@ -93,7 +119,7 @@ func (r *Ring) PostWritable(n int) int {
 		id := r.free[len(r.free)-1]
 		r.free = r.free[:len(r.free)-1]
 		r.posted[id] = true
-		r.writeDesc(id, r.BufAddr(id), uint32(r.bufSize), descFlagWrite)
+		r.writeBuf(id, uint32(r.bufSize), HdrLen, descFlagWrite)
 		binary.LittleEndian.PutUint16(r.mem[r.Avail+4+2*(int(r.next)%r.Num):], id)
 		r.next++
 	}
@@ -122,7 +148,7 @@ func (r *Ring) PostReadable(hdr []byte, frames [][]byte) (int, error) {
 		off := int(id) * r.bufSize
 		copy(r.bufs[off:], hdr)
 		copy(r.bufs[off+len(hdr):], frames[i])
-		r.writeDesc(id, r.BufAddr(id), uint32(size), 0)
+		r.writeBuf(id, uint32(size), len(hdr), 0)
 		binary.LittleEndian.PutUint16(r.mem[r.Avail+4+2*(int(r.next)%r.Num):], id)
 		r.next++
 	}
@@ -132,13 +158,28 @@ func (r *Ring) PostReadable(hdr []byte, frames [][]byte) (int, error) {
 	return n, nil
 }
 
-// writeDesc fills descriptor id: struct vring_desc.
-func (r *Ring) writeDesc(id uint16, addr uint64, length uint32, flags uint16) {
+// writeBuf points descriptor id at its buffer's first length bytes, with
+// flags (descFlagWrite or 0): directly, or through the descriptor's indirect
+// table as two descriptors split after hdrLen bytes (the virtio-net header,
+// then the rest).
+func (r *Ring) writeBuf(id uint16, length uint32, hdrLen int, flags uint16) {
 	d := r.mem[r.Desc+descSize*int(id):]
+	if r.indirect == nil {
+		writeDesc(d, r.BufAddr(id), length, flags, 0)
+		return
+	}
+	t := r.indirect[indirectSize*int(id):]
+	writeDesc(t, r.BufAddr(id), uint32(hdrLen), flags|descFlagNext, 1)
+	writeDesc(t[descSize:], r.BufAddr(id)+uint64(hdrLen), length-uint32(hdrLen), flags, 0)
+	writeDesc(d, r.indirectAddr+uint64(indirectSize*int(id)), indirectSize, descFlagIndirect, 0)
+}
+
+// writeDesc fills the struct vring_desc at d.
+func writeDesc(d []byte, addr uint64, length uint32, flags, next uint16) {
 	binary.LittleEndian.PutUint64(d[0:], addr)
 	binary.LittleEndian.PutUint32(d[8:], length)
 	binary.LittleEndian.PutUint16(d[12:], flags)
-	binary.LittleEndian.PutUint16(d[14:], 0)
+	binary.LittleEndian.PutUint16(d[14:], next)
 }
 
 // publishAvail stores avail->idx. Go has no 16-bit atomics, so the store
@@ -158,11 +199,35 @@ func (r *Ring) usedWord() (flags, idx uint16) {
 // word points at a 4-byte aligned little-endian word of the ring.
 func (r *Ring) word(off int) *uint32 { return (*uint32)(unsafe.Pointer(&r.mem[off])) }
 
-// NeedsKick reports whether the device asked to be notified of new buffers
-// (VRING_USED_F_NO_NOTIFY is clear).
-func (r *Ring) NeedsKick() bool {
+// NeedsKick reports whether the device asked to be notified of the buffers
+// published since avail index old: with VIRTIO_RING_F_EVENT_IDX when the
+// published range passed avail_event (vring_need_event), else when
+// VRING_USED_F_NO_NOTIFY is clear.
+func (r *Ring) NeedsKick(old uint16) bool {
+	if r.eventIdx {
+		event := uint16(atomic.LoadUint32(r.word(r.availEvent())))
+		return needEvent(event, r.next, old)
+	}
 	flags, _ := r.usedWord()
 	return flags&usedFlagNoNote == 0
+}
+
+// needEvent is vring_need_event (include/uapi/linux/virtio_ring.h): whether
+// moving an index from old to next passed event.
+func needEvent(event, next, old uint16) bool { return next-event-1 < next-old }
+
+// ArmCall asks the device, with VIRTIO_RING_F_EVENT_IDX, to signal the next
+// used entry the driver has not read (used_event); without it the device
+// signals every time it uses buffers. It reports whether entries are
+// already pending, in which case no signal may come for them.
+func (r *Ring) ArmCall() bool {
+	if r.eventIdx {
+		// used_event is followed by padding up to the used ring, so the
+		// store covers it with a 32-bit word; the atomic store is also the
+		// barrier between the store and the load of used->idx below.
+		atomic.StoreUint32(r.word(r.usedEvent()), uint32(r.last))
+	}
+	return r.Pending() > 0
 }
 
 // Pending returns how many used entries the device has published that the

@@ -61,7 +61,7 @@ func newTestRing(t *testing.T, num, bufSize int) *Ring {
 	t.Helper()
 	l, err := NewLayout(num)
 	assert.NilError(t, err)
-	mem := make([]byte, l.Size)
+	mem := make([]byte, l.memSize())
 	bufs := make([]byte, num*bufSize)
 	r, err := newRing(l, mem, bufs, bufSize, 0x100000)
 	assert.NilError(t, err)
@@ -135,6 +135,12 @@ func TestConfig(t *testing.T) {
 	assert.ErrorContains(t, err, "buffer size 32 is below 72")
 	_, err = Config{QueueSize: 6, BufSize: 2048}.layout()
 	assert.ErrorContains(t, err, "power of two")
+	_, err = Config{QueueSize: 8, BufSize: 40, Features: FeatureMrgRxBuf}.layout()
+	assert.NilError(t, err, "mergeable buffers may be smaller than a frame")
+	_, err = Config{QueueSize: 8, BufSize: 12, Features: FeatureMrgRxBuf}.layout()
+	assert.ErrorContains(t, err, "buffer size 12 is below 13")
+	_, err = Config{QueueSize: 8, BufSize: 2048, Features: FeatureVersion1}.layout()
+	assert.ErrorContains(t, err, "not among those the guest implements")
 }
 
 func TestRingPostReadable(t *testing.T) {
@@ -164,4 +170,79 @@ func TestRingPostReadable(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, got, 4)
 	assert.Equal(t, r.Free(), 4)
+}
+
+func TestRingIndirect(t *testing.T) {
+	r := newTestRing(t, 4, 64)
+	r.indirect, r.indirectAddr = make([]byte, 4*indirectSize), 0x200000
+	assert.Equal(t, r.PostWritable(2), 2)
+	n, err := r.PostReadable(make([]byte, HdrLen), [][]byte{{1, 2, 3}})
+	assert.NilError(t, err)
+	assert.Equal(t, n, 1)
+	type desc struct {
+		Addr        uint64
+		Len         uint32
+		Flags, Next uint16
+	}
+	read := func(b []byte) desc {
+		return desc{binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint32(b[8:]), binary.LittleEndian.Uint16(b[12:]), binary.LittleEndian.Uint16(b[14:])}
+	}
+	for i, want := range []struct {
+		flags uint16
+		rest  uint32
+	}{{descFlagWrite, 64 - HdrLen}, {descFlagWrite, 64 - HdrLen}, {0, 3}} {
+		id := binary.LittleEndian.Uint16(r.mem[r.Avail+4+2*i:])
+		table := r.indirectAddr + uint64(indirectSize)*uint64(id)
+		assert.DeepEqual(t, read(r.mem[r.Desc+descSize*int(id):]), desc{table, indirectSize, descFlagIndirect, 0})
+		tb := r.indirect[indirectSize*int(id):]
+		assert.DeepEqual(t, read(tb), desc{r.BufAddr(id), HdrLen, want.flags | descFlagNext, 1})
+		assert.DeepEqual(t, read(tb[descSize:]), desc{r.BufAddr(id) + HdrLen, want.rest, want.flags, 0})
+	}
+}
+
+func TestRingEventIdx(t *testing.T) {
+	r := newTestRing(t, 8, 64)
+	r.eventIdx = true
+	setAvailEvent := func(v uint16) { binary.LittleEndian.PutUint16(r.mem[r.availEvent():], v) }
+	// The device asks for a kick once avail->idx passes avail_event.
+	setAvailEvent(0)
+	assert.Equal(t, r.PostWritable(2), 2)
+	assert.Check(t, r.NeedsKick(0), "0 → 2 passes avail_event 0")
+	setAvailEvent(5)
+	assert.Equal(t, r.PostWritable(2), 2)
+	assert.Check(t, !r.NeedsKick(2), "2 → 4 does not pass avail_event 5")
+	assert.Equal(t, r.PostWritable(2), 2)
+	assert.Check(t, r.NeedsKick(4), "4 → 6 passes avail_event 5")
+	// The flags are not looked at.
+	binary.LittleEndian.PutUint16(r.mem[r.Used:], usedFlagNoNote)
+	assert.Check(t, r.NeedsKick(4))
+
+	// ArmCall asks for a signal at the next used entry to read.
+	d := &device{r: r}
+	d.fill(t, 3, func() []byte { return []byte{1} })
+	_, err := r.Collect(nil)
+	assert.NilError(t, err)
+	assert.Check(t, !r.ArmCall(), "nothing pending")
+	assert.Equal(t, binary.LittleEndian.Uint16(r.mem[r.usedEvent():]), uint16(3))
+	d.fill(t, 1, func() []byte { return []byte{1} })
+	assert.Check(t, r.ArmCall(), "one entry pending")
+}
+
+func TestMerger(t *testing.T) {
+	hdr := func(k uint16) []byte {
+		h := make([]byte, HdrLen)
+		binary.LittleEndian.PutUint16(h[10:], k)
+		return h
+	}
+	var m merger
+	assert.Check(t, is.DeepEqual(m.add(append(hdr(1), 7)), append(hdr(1), 7)), "a frame in one buffer")
+	assert.Check(t, is.Nil(m.add(append(hdr(3), 1))))
+	assert.Check(t, is.Nil(m.add([]byte{2, 2})))
+	assert.Check(t, is.DeepEqual(m.add([]byte{3}), append(hdr(3), 1, 2, 2, 3)), "a frame in three buffers")
+	assert.NilError(t, m.err)
+	assert.Check(t, is.Nil(m.add(hdr(0))))
+	assert.ErrorContains(t, m.err, "num_buffers 0")
+	var short merger
+	short.add([]byte{1, 2})
+	assert.ErrorContains(t, short.err, "less than the 12-byte header")
 }

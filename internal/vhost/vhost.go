@@ -7,9 +7,10 @@
 // tun_wake_queue) without a second VM. It knows nothing about tun semantics.
 //
 // The reference is the kernel's tools/virtio/vhost_net_test.c: the tap is
-// IFF_TAP|IFF_NO_PI|IFF_VNET_HDR with TUNSETVNETHDRSZ 12, the device offers
-// VIRTIO_F_VERSION_1 and nothing else, so every receive buffer starts with a
-// 12-byte struct virtio_net_hdr_mrg_rxbuf written by tun.
+// IFF_TAP|IFF_NO_PI|IFF_VNET_HDR with TUNSETVNETHDRSZ 12, the guest
+// negotiates VIRTIO_F_VERSION_1, so every receive buffer starts with a
+// 12-byte struct virtio_net_hdr_mrg_rxbuf written by tun. Config.Features
+// adds event indexes, indirect descriptors or mergeable receive buffers.
 package vhost
 
 import "fmt"
@@ -36,10 +37,17 @@ const (
 	QueueTX = 1
 )
 
-// Feature bits (include/uapi/linux/virtio_config.h).
+// Feature bits (include/uapi/linux/virtio_config.h, virtio_ring.h,
+// virtio_net.h).
 const (
 	FeatureVersion1 = uint64(1) << 32 // VIRTIO_F_VERSION_1
+	FeatureEventIdx = uint64(1) << 29 // VIRTIO_RING_F_EVENT_IDX
+	FeatureIndirect = uint64(1) << 28 // VIRTIO_RING_F_INDIRECT_DESC
+	FeatureMrgRxBuf = uint64(1) << 15 // VIRTIO_NET_F_MRG_RXBUF
 )
+
+// optionalFeatures are the features Config.Features may ask for.
+const optionalFeatures = FeatureEventIdx | FeatureIndirect | FeatureMrgRxBuf
 
 // Config sizes the guest.
 type Config struct {
@@ -47,7 +55,15 @@ type Config struct {
 	// DefaultQueueSize.
 	QueueSize int
 	// BufSize is the size of each receive buffer; 0 means DefaultBufSize.
+	// With FeatureMrgRxBuf a frame may span several buffers.
 	BufSize int
+	// Features are negotiated besides VIRTIO_F_VERSION_1: any of
+	// FeatureEventIdx (the guest kicks and is signalled through
+	// avail_event and used_event instead of flags), FeatureIndirect (every
+	// buffer is posted through an indirect table of two descriptors, the
+	// header and the rest) and FeatureMrgRxBuf (vhost may spread a frame
+	// over num_buffers receive buffers; Net.Receive puts it together).
+	Features uint64
 }
 
 func (c Config) withDefaults() Config {
@@ -64,10 +80,22 @@ func (c Config) withDefaults() Config {
 // minimal Ethernet frame. vhost truncates what does not fit.
 const minBufSize = HdrLen + 60
 
+// minMrgBufSize is the smallest receive buffer with FeatureMrgRxBuf: the
+// header and a byte of frame.
+const minMrgBufSize = HdrLen + 1
+
 // layout checks the configuration and lays out its ring.
 func (c Config) layout() (Layout, error) {
-	if c.BufSize < minBufSize {
+	if extra := c.Features &^ optionalFeatures; extra != 0 {
+		return Layout{}, fmt.Errorf("vhost: features %#x are not among those the guest implements (%#x)", extra, optionalFeatures)
+	}
+	switch {
+	case c.Features&FeatureMrgRxBuf != 0 && c.BufSize < minMrgBufSize:
+		return Layout{}, fmt.Errorf("vhost: buffer size %d is below %d (header and a byte of frame)", c.BufSize, minMrgBufSize)
+	case c.Features&FeatureMrgRxBuf == 0 && c.BufSize < minBufSize:
 		return Layout{}, fmt.Errorf("vhost: buffer size %d is below %d (header and a minimal frame)", c.BufSize, minBufSize)
+	case c.Features&FeatureEventIdx != 0 && c.QueueSize < 2:
+		return Layout{}, fmt.Errorf("vhost: event indexes need a queue of 2 or more, not %d", c.QueueSize)
 	}
 	return NewLayout(c.QueueSize)
 }

@@ -25,14 +25,15 @@ type Net struct {
 
 	fd     int
 	region []byte
-	kick   [2]int // eventfds the guest writes to notify vhost, per queue
-	call   [2]int // eventfds vhost signals when it used buffers, per queue
+	kick   [2]int  // eventfds the guest writes to notify vhost, per queue
+	call   [2]int  // eventfds vhost signals when it used buffers, per queue
+	merge  *merger // with FeatureMrgRxBuf: frames spread over RX buffers
 }
 
 // Open opens /dev/vhost-net and sets up both virtqueues (VHOST_SET_OWNER,
-// VIRTIO_F_VERSION_1, one memory region, ring addresses, kick and call
-// eventfds). No backend is attached yet: see SetBackend. A kernel without
-// vhost-net gives an error matching feature.ErrNotSupported.
+// VIRTIO_F_VERSION_1 and cfg.Features, one memory region, ring addresses,
+// kick and call eventfds). No backend is attached yet: see SetBackend. A
+// kernel without vhost-net gives an error matching feature.ErrNotSupported.
 func Open(cfg Config) (*Net, error) {
 	cfg = cfg.withDefaults()
 	l, err := cfg.layout()
@@ -47,14 +48,14 @@ func Open(cfg Config) (*Net, error) {
 		return nil, fmt.Errorf("open /dev/vhost-net: %w (run as root)", err)
 	}
 	n := &Net{fd: fd, kick: [2]int{-1, -1}, call: [2]int{-1, -1}}
-	if err := n.setup(l, cfg.BufSize); err != nil {
+	if err := n.setup(l, cfg); err != nil {
 		n.Close()
 		return nil, err
 	}
 	return n, nil
 }
 
-func (n *Net) setup(l Layout, bufSize int) error {
+func (n *Net) setup(l Layout, cfg Config) error {
 	if err := n.ioctl(ioctlSetOwner, nil, "VHOST_SET_OWNER"); err != nil {
 		return err
 	}
@@ -65,15 +66,27 @@ func (n *Net) setup(l Layout, bufSize int) error {
 	if have&FeatureVersion1 == 0 {
 		return fmt.Errorf("vhost-net offers features %#x without VIRTIO_F_VERSION_1: the 12-byte header needs it", have)
 	}
-	want := FeatureVersion1
+	want := FeatureVersion1 | cfg.Features
+	if missing := want &^ have; missing != 0 {
+		return fmt.Errorf("vhost-net offers features %#x without %#x", have, missing)
+	}
 	if err := n.ioctl(ioctlSetFeatures, unsafe.Pointer(&want), "VHOST_SET_FEATURES"); err != nil {
 		return err
 	}
+	if want&FeatureMrgRxBuf != 0 {
+		n.merge = &merger{}
+	}
 
-	// The region: RX ring, TX ring, RX buffers, TX buffers, page aligned.
+	// The region: RX ring, TX ring, RX buffers, TX buffers, and with
+	// FeatureIndirect the RX and TX indirect tables, each page aligned.
+	bufSize := cfg.BufSize
 	ringSize := alignUp(l.Size, ringAlign)
 	bufsSize := alignUp(l.Num*bufSize, ringAlign)
-	size := 2*ringSize + 2*bufsSize
+	tablesSize := 0
+	if want&FeatureIndirect != 0 {
+		tablesSize = alignUp(l.Num*indirectSize, ringAlign)
+	}
+	size := 2*ringSize + 2*bufsSize + 2*tablesSize
 	region, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return fmt.Errorf("mmap %d bytes for the guest memory: %w", size, err)
@@ -89,6 +102,11 @@ func (n *Net) setup(l Layout, bufSize int) error {
 		r, err := newRing(l, region[ringOff:ringOff+ringSize], region[bufOff:bufOff+bufsSize], bufSize, base+uint64(bufOff))
 		if err != nil {
 			return err
+		}
+		r.eventIdx = want&FeatureEventIdx != 0
+		if tablesSize > 0 {
+			off := 2*ringSize + 2*bufsSize + q*tablesSize
+			r.indirect, r.indirectAddr = region[off:off+tablesSize], base+uint64(off)
 		}
 		if err := n.setupQueue(q, r, base+uint64(ringOff)); err != nil {
 			return err
@@ -180,8 +198,9 @@ func (n *Net) kickQueue(q int) error {
 // Post posts up to k empty RX buffers and kicks vhost if it asked for it.
 // It returns how many buffers it posted.
 func (n *Net) Post(k int) (int, error) {
+	old := n.RX.next
 	posted := n.RX.PostWritable(k)
-	if posted > 0 && n.RX.NeedsKick() {
+	if posted > 0 && n.RX.NeedsKick(old) {
 		return posted, n.kickQueue(QueueRX)
 	}
 	return posted, nil
@@ -192,11 +211,12 @@ func (n *Net) Post(k int) (int, error) {
 // It returns how many it posted: fewer when TX buffers run out (see
 // Reclaim).
 func (n *Net) Transmit(frames [][]byte) (int, error) {
+	old := n.TX.next
 	posted, err := n.TX.PostReadable(make([]byte, HdrLen), frames)
 	if err != nil {
 		return 0, err
 	}
-	if posted > 0 && n.TX.NeedsKick() {
+	if posted > 0 && n.TX.NeedsKick(old) {
 		return posted, n.kickQueue(QueueTX)
 	}
 	return posted, nil
@@ -205,9 +225,36 @@ func (n *Net) Transmit(frames [][]byte) (int, error) {
 // Reclaim takes back the TX buffers vhost has sent, and returns how many.
 func (n *Net) Reclaim() (int, error) { return n.TX.Collect(nil) }
 
+// Receive collects the RX buffers vhost has used and calls fn once per
+// frame with the bytes vhost wrote, the virtio-net header and the frame (fn
+// must not keep them); with FeatureMrgRxBuf a frame vhost spread over
+// several buffers comes once, put together. It returns how many frames it
+// passed to fn.
+func (n *Net) Receive(fn func(data []byte)) (int, error) {
+	if n.merge == nil {
+		return n.RX.Collect(fn)
+	}
+	frames := 0
+	_, err := n.RX.Collect(func(b []byte) {
+		if f := n.merge.add(b); f != nil {
+			fn(f)
+			frames++
+		}
+	})
+	if err == nil {
+		err = n.merge.err
+	}
+	return frames, err
+}
+
 // WaitCall waits at most timeout for vhost to signal the RX call eventfd
-// and clears it. It reports whether the signal came.
+// and clears it. It first arms the signal (Ring.ArmCall) and returns at
+// once if used entries are already pending. It reports whether the signal
+// came or entries were pending.
 func (n *Net) WaitCall(timeout time.Duration) (bool, error) {
+	if n.RX.ArmCall() {
+		return true, nil
+	}
 	fds := []unix.PollFd{{Fd: int32(n.call[QueueRX]), Events: unix.POLLIN}}
 	for {
 		k, err := unix.Poll(fds, int(timeout.Milliseconds()))

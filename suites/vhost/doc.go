@@ -15,21 +15,37 @@
 // Tests (one behaviour each; the guest is the test, posting buffers at a rate
 // it controls):
 //   - TestDelivery: frames arrive in the guest's buffers intact and in order
-//     behind a zero 12-byte virtio-net header (flag off and on).
+//     behind a zero 12-byte virtio-net header (flag off and on), also with a
+//     guest using event indexes, indirect descriptors and mergeable 40-byte
+//     buffers at once (num_buffers 2, every frame put together again).
 //   - TestTransmit: the other direction of the same device (handle_tx):
 //     frames the guest transmits arrive on the tap intact and in order.
 //   - TestStock/NoGuestBuffers: without the flag and without guest buffers,
-//     vhost holds one batch (≤ 64), the ring fills, tun drops the rest.
+//     vhost holds one batch (≤ 64), the ring fills, tun drops the rest; the
+//     same with each guest variant (VIRTIO_RING_F_EVENT_IDX,
+//     VIRTIO_RING_F_INDIRECT_DESC, VIRTIO_NET_F_MRG_RXBUF).
 //   - TestBackpressure/SlowGuest: with the flag and a qdisc (pfifo,
-//     fq_codel), no tun drop, the backlog grows; as the guest posts 64
-//     buffers at a time the queue wakes in batches and the backlog drains;
-//     received = sent - qdisc drops.
+//     fq_codel), a full ring stops the queue and the backlog waits in the
+//     qdisc; vhost is attached to the full ring and the guest posts one
+//     batch at a time, and after every batch the frames the qdisc handed to
+//     the ring, the ring's occupancy and the frames received equal what
+//     tun's wake rule predicts (a model of __tun_wake_queue and vhost's
+//     batches of 64: a wake once ring/2 were consumed since the stop, or the
+//     ring is empty). Rings of 32, 128, 256 and 512 give wakes after every
+//     batch (32, 128: the boundary) and after every 2nd and 4th batch, so a
+//     kernel that wakes on any free slot, or later than ring/2, fails;
+//     received = sent - qdisc drops, no tun drop. The ring of 256 also
+//     runs with each guest variant (event indexes, indirect descriptors,
+//     mergeable buffers two a frame): the same wakes, exactly.
 //   - TestNoStall: detach the backend while the queue is stopped (vhost's
-//     batch goes back to the ring, read() wakes the queue, re-attach), close
-//     the vhost device while stopped, and two queue pairs of a multi-queue
-//     tap steered by stream, each independent of the other.
+//     batch goes back to the ring; the 64 it counted still count, so
+//     exactly the 64th read() wakes the queue and the qdisc fills the ring's
+//     65 free slots; re-attach), close the vhost device while stopped, and
+//     two queue pairs of a multi-queue tap steered by stream, each
+//     independent of the other.
 //   - TestRace: two senders and a guest consuming ≤ 64 buffers per ms for
-//     2 s: no stall, exact ledger, with the flag tun drops ≤ 1% of sent.
+//     2 s: no stall, exact ledger, with the flag tun drops nothing (one
+//     queue behind one qdisc has one producer; 0 drops in 38 runs on 7.3).
 //     On 7.2+ a locked qdisc (pfifo, fq_codel) with two senders also frees
 //     frames before enqueue when its defer_list is longer than
 //     net.core.qdisc_max_burst (SKB_DROP_REASON_QDISC_BURST_DROP): sendto()

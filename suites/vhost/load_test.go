@@ -51,7 +51,7 @@ func (r *rig) load(senders int, duration time.Duration, perSender int, tick time
 	}
 	go func() { wg.Wait(); close(done) }()
 
-	g, rv := r.guests[0], newReceiver(false)
+	g, rv := r.guests[0], r.receiver(false)
 	var ticks <-chan time.Time
 	if tick > 0 {
 		t := time.NewTicker(tick)
@@ -76,7 +76,7 @@ func (r *rig) load(senders int, duration time.Duration, perSender int, tick time
 			_, err := g.Post(g.RX.Free())
 			assert.NilError(r.tb, err)
 		}
-		n, err := g.RX.Collect(rv.check)
+		n, err := g.Receive(rv.check)
 		assert.NilError(r.tb, err)
 		assert.NilError(r.tb, rv.first)
 		if n == 0 && tick <= 0 {
@@ -97,9 +97,19 @@ func (r *rig) load(senders int, duration time.Duration, perSender int, tick time
 
 // TestRace is invariant 5: two senders and a guest that consumes at a
 // steady rate, for a bounded time. Afterwards the queue is not stalled
-// (the guest drains everything), the ledger balances exactly, the kernel
-// has no new splat taint, and with the flag tun drops only the rare frame
-// that loses the producer race (budget: 1% of what was sent).
+// (the guest drains everything), the ledger balances exactly, and the
+// kernel has no new splat taint.
+//
+// With the flag tun drops nothing. The seed expects the rare frame that
+// loses the race between two producers (__ptr_ring_produce fails on a ring
+// another CPU just filled: SKB_DROP_REASON_FULL_RING), but this tap has one
+// queue behind one root qdisc, and every path of __dev_xmit_skb
+// (net/core/dev.c:4251) reaches tun_net_xmit only through the qdisc's
+// single runner (qdisc_run_begin), so the two senders never produce into
+// the ring at once. Measured on debian:7.3 (7.3.4-1~bpo13+1, TCG, 2 vCPUs):
+// 19 runs of each backpressure variant, 12,913,856 frames sent in the 38,
+// worst case 0 tun drops (per run 176,320–547,264 sent, 37,158–158,432
+// received, the rest dropped by the qdisc or before it).
 func TestRace(t *testing.T) {
 	feature.Of(t, feature.Seed000Vhost)
 	for _, s := range []setup{
@@ -114,7 +124,7 @@ func TestRace(t *testing.T) {
 				guest.Batch, took.Round(time.Millisecond), a, burst)
 			assert.Assert(t, a.Balanced(), "%v", a)
 			if s.backpressure {
-				assert.Assert(t, a.DeviceDrops*100 <= a.Sent, "tun drops over budget (1%% of sent): %v", a)
+				assert.Equal(t, a.DeviceDrops, uint64(0), "tun drops with the flag, one queue and a qdisc (worst case measured: 0 in 38 runs on 7.3): %v", a)
 			}
 		})
 	}

@@ -1,12 +1,14 @@
 package vhost
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
@@ -25,7 +27,7 @@ func stoppedWithBatch(t *testing.T, n int) (*rig, uint64, *receiver) {
 	a.InDevice = ring
 	assert.Assert(t, a.Balanced(), "the ring holds %d, the qdisc the rest: %v", ring, a)
 	r.attach(0)
-	rv := newReceiver(true)
+	rv := r.receiver(true)
 	r.receive(r.guests[0], rv, 1, func(rv *receiver) bool { return rv.got == 1 })
 	assert.Check(t, is.DeepEqual(rv.seqs, []uint64{0}))
 	return r, sent, rv
@@ -37,21 +39,46 @@ func TestNoStall(t *testing.T) {
 	feature.Of(t, feature.Seed000Vhost)
 	const n = ring + 300
 
-	// Detach the backend while the queue is stopped: vhost gives its batch
-	// back to the head of the ring (ptr_ring_unconsume), read() on the tap
-	// then consumes, which wakes the queue, and a re-attached guest gets
-	// the rest: every frame exactly once, in order.
+	// Detach the backend while the queue is stopped: vhost gives the 63
+	// entries left in its batch back to the head of the ring
+	// (vhost_net_buf_unproduce → ptr_ring_unconsume, drivers/vhost/net.c:197),
+	// read() on the tap then consumes, which wakes the queue, and a
+	// re-attached guest gets the rest: every frame exactly once, in order.
+	// vhost counted its batch of 64 when it took it from the stopped ring
+	// (tun_wake_queue, tun.c:3899), and giving entries back uncounts nothing,
+	// so each read() adding 1 (tun_ring_consume, tun.c:2250) wakes the queue
+	// at exactly ring/2 - 64 = 64 reads (__tun_wake_queue, tun.c:2242); the
+	// qdisc then fills the ring's 65 free slots: the one whose frame the
+	// guest got (vhost gives back only the 63 it still holds) and the 64 read
+	// (ptr_ring frees consumed slots 16 at a time; 64 is a multiple).
 	t.Run("DetachWhileStopped", func(t *testing.T) {
 		r, sent, rv := stoppedWithBatch(t, n)
 		g := r.guests[0]
+		f := r.taps[0].File
 		assert.NilError(t, g.DetachBackend())
-		before := r.mustState()
+		before := r.settled()
+		wakeAt := ring/2 - guest.Batch
+		rule := fmt.Sprintf("tun wakes a stopped queue once %d entries were consumed since the stop (ring/2, __tun_wake_queue, drivers/net/tun.c:2242) or the ring is empty; vhost's batch counted %d and read() counts 1 each", ring/2, guest.Batch)
+		ledger := func(read []uint64, st state) counters.Accounting {
+			a := account(sent, rv.got+uint64(len(read)), st)
+			a.InDevice = uint64(inDevice(sent, a.Received, st))
+			return a
+		}
 
-		read := readTap(t, r.taps[0].File, ring/2, 2*time.Second)
-		want := seqRange(1, 1+ring/2)
-		assert.Check(t, is.DeepEqual(read, want), "read() after the detach starts with what vhost held")
-		st := r.waitState("read() to wake the queue", func(s state) bool { return s.Qdisc.Qlen < before.Qdisc.Qlen })
-		t.Logf("backlog %d before the reads, %d after", before.Qdisc.Qlen, st.Qdisc.Qlen)
+		read := readTap(t, f, wakeAt-1, 2*time.Second)
+		st := r.settled()
+		assert.Equal(t, st.Qdisc.Qlen, before.Qdisc.Qlen, "%s: want the queue still stopped after %d reads; %v", rule, len(read), ledger(read, st))
+
+		read = append(read, readTap(t, f, 1, 2*time.Second)...)
+		free := uint64(ring) - ledger(read, st).InDevice
+		st, err := counters.WaitFor(r.ctx, wait, r.state, func(s state) bool { return s.Qdisc.Qlen+free <= before.Qdisc.Qlen })
+		assert.NilError(t, err, "%s: want the queue woken by read() number %d and the qdisc to fill the ring's %d free slots; %v", rule, len(read), free, ledger(read, st))
+		st = r.settled()
+		assert.Equal(t, before.Qdisc.Qlen-st.Qdisc.Qlen, free, "%s: after read() number %d the qdisc fills the ring's %d free slots and stops again; %v", rule, len(read), free, ledger(read, st))
+		assert.Equal(t, st.Link.TxDropped, uint64(0), "%v", ledger(read, st))
+
+		read = append(read, readTap(t, f, ring/2-len(read), 2*time.Second)...)
+		assert.Check(t, is.DeepEqual(read, seqRange(1, 1+ring/2)), "read() after the detach starts with what vhost held")
 
 		r.attach(0)
 		r.collect(g, rv, func(rv *receiver) bool { return rv.got+uint64(len(read)) >= sent })
@@ -78,8 +105,11 @@ func TestNoStall(t *testing.T) {
 		assert.Check(t, is.DeepEqual(read, seqRange(1, sent)), "read() gets vhost's batch back, then the rest, in order")
 
 		more := sendAll(t, r.sender(0), 10)
-		read = readTap(t, r.taps[0].File, int(more), 2*time.Second)
-		assert.Equal(t, uint64(len(read)), more, "the tap still works after the vhost device closed")
+		again := readTap(t, r.taps[0].File, int(more), 2*time.Second)
+		st = r.mustState()
+		a = account(sent+more, rv.got+uint64(len(read)+len(again)), st)
+		assert.Equal(t, uint64(len(again)), more, "the tap still works after the vhost device closed: %v", a)
+		assert.Assert(t, a.Balanced(), "%v", a)
 	})
 
 	// Two queue pairs: queue 0's guest posts nothing, so queue 0 stops (or
@@ -98,28 +128,32 @@ func TestNoStall(t *testing.T) {
 				return st.Qdisc.Qlen+st.Link.TxDropped+ring+guest.Batch >= sent0
 			})
 			if s.backpressure {
-				assert.Equal(t, st0.Link.TxDropped, uint64(0), "%v", st0)
+				a0 := account(sent0, 0, st0)
+				a0.InDevice = uint64(inDevice(sent0, 0, st0))
+				assert.Equal(t, st0.Link.TxDropped, uint64(0), "%v", a0)
 			}
 
-			s1, rv1 := r.sender(1), newReceiver(false)
+			s1, rv1 := r.sender(1), r.receiver(false)
 			var sent1 uint64
 			for range 4 {
 				sent1 += sendAll(t, s1, ring/2)
 				r.collect(r.guests[1], rv1, func(rv *receiver) bool { return rv.got >= sent1 })
 			}
 			st := r.mustState()
-			assert.Equal(t, rv1.got, sent1, "queue 1 delivers everything while queue 0 is stuck; %v", st)
-			assert.Equal(t, st.Link.TxDropped, st0.Link.TxDropped, "queue 1 dropped nothing; %v", st)
-			assert.Equal(t, st.Qdisc.Qlen, st0.Qdisc.Qlen, "queue 0's backlog did not move; %v", st)
+			a := account(sent0+sent1, rv1.got, st)
+			a.InDevice = uint64(inDevice(sent0+sent1, rv1.got, st))
+			assert.Equal(t, rv1.got, sent1, "queue 1 delivers everything while queue 0 is stuck; %v", a)
+			assert.Equal(t, st.Link.TxDropped, st0.Link.TxDropped, "queue 1 dropped nothing; %v", a)
+			assert.Equal(t, st.Qdisc.Qlen, st0.Qdisc.Qlen, "queue 0's backlog did not move; %v", a)
 
-			rv0 := newReceiver(false)
+			rv0 := r.receiver(false)
 			sent := sent0 + sent1
 			r.collect(r.guests[0], rv0, func(rv *receiver) bool {
 				s := r.mustState()
 				return rv.got+rv1.got+s.Link.TxDropped+s.Qdisc.Drops >= sent && s.Qdisc.Qlen == 0
 			})
 			st = r.mustState()
-			a := account(sent, rv0.got+rv1.got, st)
+			a = account(sent, rv0.got+rv1.got, st)
 			assert.Assert(t, a.Balanced(), "%v", a)
 			assert.Check(t, is.DeepEqual(keys(rv0), []uint32{0}), "guest 0 got only stream 0; %v", a)
 			assert.Check(t, is.DeepEqual(keys(rv1), []uint32{1}), "guest 1 got only stream 1; %v", a)

@@ -3,9 +3,11 @@ package vhost
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,9 +28,11 @@ import (
 
 const (
 	tapName = "xvtap0"
-	// ring is the tap's txqueuelen, which is the size of each queue's
-	// ptr_ring, and the guest's RX queue size.
+	// ring is the tap's txqueuelen unless a setup says otherwise: the size
+	// of each queue's ptr_ring.
 	ring = 256
+	// guestQueue is the size of the guest's RX virtqueue.
+	guestQueue = 256
 	// ringSlack is how many slots of a ptr_ring of this size a consumer may
 	// have taken without the producer seeing them free yet: ptr_ring zeroes
 	// consumed slots in batches of SMP_CACHE_BYTES*2/sizeof(void *) = 16
@@ -39,7 +43,22 @@ const (
 	bigFIFO = 100000
 	// wait bounds every wait of the suite on a slow (TCG) guest.
 	wait = 20 * time.Second
+	// mrgBufSize is the size of mergeable receive buffers: smaller than the
+	// header and a frame (12 + 60 bytes), so every frame takes two.
+	mrgBufSize = 40
 )
+
+// virtioVariants are the guest configurations the tests run with besides
+// the default (VIRTIO_F_VERSION_1 only): event indexes, indirect
+// descriptors, mergeable receive buffers.
+var virtioVariants = []guest.Config{
+	{Features: guest.FeatureEventIdx},
+	{Features: guest.FeatureIndirect},
+	{Features: guest.FeatureMrgRxBuf, BufSize: mrgBufSize},
+}
+
+// virtioAll is every feature of virtioVariants at once.
+var virtioAll = guest.Config{Features: guest.FeatureEventIdx | guest.FeatureIndirect | guest.FeatureMrgRxBuf, BufSize: mrgBufSize}
 
 // Qdiscs at the root of the tap.
 const (
@@ -53,7 +72,11 @@ type setup struct {
 	backpressure bool   // open the tap with IFF_BACKPRESSURE (probed; skips where missing)
 	qdisc        string // root qdisc, one of the qdisc* constants
 	queues       int    // tap queues, each with its own guest; 0 means 1
-	lateBackend  bool   // leave the guests detached: the test calls attach
+	ring         int    // the tap's txqueuelen (ptr_ring size); 0 means ring
+	// virtio is the guests' features and buffer size (the queue size is
+	// guestQueue).
+	virtio      guest.Config
+	lateBackend bool // leave the guests detached: the test calls attach
 }
 
 func (s setup) String() string {
@@ -65,7 +88,31 @@ func (s setup) String() string {
 	if q == "" {
 		q = "default"
 	}
+	if s.ring != 0 {
+		q += fmt.Sprintf("_ring%d", s.ring)
+	}
+	for _, f := range []struct {
+		bit  uint64
+		name string
+	}{{guest.FeatureEventIdx, "eventidx"}, {guest.FeatureIndirect, "indirect"}, {guest.FeatureMrgRxBuf, "mrgrxbuf"}} {
+		if s.virtio.Features&f.bit != 0 {
+			q += "_" + f.name
+		}
+	}
+	if s.virtio.BufSize != 0 {
+		q += fmt.Sprintf("_buf%d", s.virtio.BufSize)
+	}
 	return mode + "_" + q
+}
+
+// bufsPerFrame is how many receive buffers a frame takes in the guest: more
+// than one only with mergeable buffers smaller than the header and a frame.
+func (s setup) bufsPerFrame() int {
+	size := s.virtio.BufSize
+	if s.virtio.Features&guest.FeatureMrgRxBuf == 0 || size == 0 {
+		return 1
+	}
+	return (guest.HdrLen + traffic.FrameLen + size - 1) / size
 }
 
 // rig is one tap in a fresh namespace with a userspace vhost-net guest
@@ -76,6 +123,9 @@ type rig struct {
 	link   netlink.Link
 	taps   []*tuntap.Device
 	guests []*guest.Net
+	ring   int  // the tap's txqueuelen
+	bufs   int  // receive buffers a frame takes (setup.bufsPerFrame)
+	mrg    bool // the guests have mergeable receive buffers
 	ctx    context.Context
 }
 
@@ -94,14 +144,19 @@ func newRig(tb testing.TB, s setup) *rig {
 			tb.Cleanup(cancel)
 		}
 	}
-	r := &rig{tb: tb, e: e, ctx: ctx}
+	r := &rig{tb: tb, e: e, ring: ring, bufs: s.bufsPerFrame(), mrg: s.virtio.Features&guest.FeatureMrgRxBuf != 0, ctx: ctx}
+	if s.ring != 0 {
+		r.ring = s.ring
+	}
 	kmsg.Watch(tb)
 	if s.backpressure {
 		feature.Require(tb, tuntap.ProbeBackpressure())
 	}
 	queues := max(s.queues, 1)
 	for range queues {
-		g, err := guest.Open(guest.Config{QueueSize: ring})
+		cfg := s.virtio
+		cfg.QueueSize = guestQueue
+		g, err := guest.Open(cfg)
 		feature.Require(tb, err)
 		r.guests = append(r.guests, g)
 		tb.Cleanup(func() { g.Close() })
@@ -128,7 +183,7 @@ func newRig(tb testing.TB, s setup) *rig {
 		r.taps = append(r.taps, tap)
 	}
 	l := e.Link(tb, tapName)
-	assert.NilError(tb, e.Handle.LinkSetTxQLen(l, ring))
+	assert.NilError(tb, e.Handle.LinkSetTxQLen(l, r.ring))
 	switch s.qdisc {
 	case qdiscPfifo:
 		e.Pfifo(tb, l, bigFIFO)
@@ -255,10 +310,20 @@ type receiver struct {
 	first error
 	seqs  []uint64 // when recording, every sequence number of stream 0
 	rec   bool
+	// numBuffers is the header's num_buffers: with mergeable buffers the
+	// buffers each frame took; else 1 where vhost writes it (VERSION_1)
+	// and 0 where it does not.
+	numBuffers []uint16
 }
 
-func newReceiver(record bool) *receiver {
-	return &receiver{next: map[uint32]uint64{}, rec: record}
+// receiver returns a receiver for the rig's guests, recording stream 0's
+// sequence numbers when record is set.
+func (r *rig) receiver(record bool) *receiver {
+	rv := &receiver{next: map[uint32]uint64{}, rec: record, numBuffers: []uint16{0, 1}}
+	if r.mrg {
+		rv.numBuffers = []uint16{uint16(r.bufs)}
+	}
+	return rv
 }
 
 func (rv *receiver) check(data []byte) {
@@ -271,10 +336,10 @@ func (rv *receiver) check(data []byte) {
 		return
 	}
 	// struct virtio_net_hdr (10 bytes) all zero: no checksum or GSO;
-	// num_buffers (2 bytes) is 1 where vhost writes it (VERSION_1), else 0.
+	// then num_buffers (2 bytes, little endian).
 	hdr, frame := data[:guest.HdrLen], data[guest.HdrLen:]
-	if !bytes.Equal(hdr[:10], make([]byte, 10)) || hdr[10] > 1 || hdr[11] != 0 {
-		rv.first = fmt.Errorf("frame %d: virtio-net header % x, want zeros (num_buffers 0 or 1)", rv.got, hdr)
+	if !bytes.Equal(hdr[:10], make([]byte, 10)) || !slices.Contains(rv.numBuffers, binary.LittleEndian.Uint16(hdr[10:])) {
+		rv.first = fmt.Errorf("frame %d: virtio-net header % x, want zeros and num_buffers in %v", rv.got, hdr, rv.numBuffers)
 		return
 	}
 	stream, seq, err := traffic.Parse(frame)
@@ -319,7 +384,7 @@ func (r *rig) receive(g *guest.Net, rv *receiver, post int, done func(*receiver)
 			_, err := g.Post(g.RX.Free())
 			assert.NilError(r.tb, err)
 		}
-		n, err := g.RX.Collect(rv.check)
+		n, err := g.Receive(rv.check)
 		assert.NilError(r.tb, err)
 		assert.NilError(r.tb, rv.first)
 		if done(rv) {
