@@ -229,6 +229,13 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 			break
 		}
 		crashed := s.running
+		artefact := out != nil && out.Accel == "tcg" && (splat.StaleInt3(out.Console) ||
+			slices.ContainsFunc(s.splats, func(sp vmtest.Splat) bool { return splat.StaleInt3(sp.Lines) }))
+		if errors.Is(err, vmtest.ErrNoBoot) && artefact && !retried["boot"] && ctx.Err() == nil {
+			retried["boot"] = true
+			s.run.Note(fmt.Sprintf("%s: the boot died of an int3 oops at a live-patched site under TCG, the emulator's: booting again", k.Label()))
+			continue
+		}
 		if !errors.Is(err, vmtest.ErrCrash) || errors.Is(err, vmtest.ErrNoBoot) || crashed == "" || ctx.Err() != nil {
 			if out != nil && len(out.Console) > 0 {
 				s.run.AttachKernel("console at the end", out.Console)
@@ -242,7 +249,6 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 				next = append(next, bin)
 			}
 		}
-		artefact := out != nil && out.Accel == "tcg" && slices.ContainsFunc(s.splats, func(sp vmtest.Splat) bool { return splat.StaleInt3(sp.Lines) })
 		switch {
 		case artefact && !retried[crashed]:
 			retried[crashed] = true
