@@ -35,6 +35,9 @@ const (
 	TCClsact Feature = "clsact"
 	// TCBPFFilter is the tc bpf classifier (cls_bpf).
 	TCBPFFilter Feature = "cls_bpf"
+	// GenericDevmapProg is generic (SKB-mode) XDP accepting a program whose
+	// devmaps carry programs (5.15+).
+	GenericDevmapProg Feature = "generic-devmap-prog"
 )
 
 // Features lists every Feature with the seeds its absence makes absent: a
@@ -55,6 +58,7 @@ var Features = map[Feature][]Seed{
 	BPFBroadcast:         nil,
 	TCClsact:             nil,
 	TCBPFFilter:          nil,
+	GenericDevmapProg:    nil,
 }
 
 // Seed is one patch xmitcheck validates (../shared/seeds), split where one
@@ -94,13 +98,20 @@ var Seeds = []struct {
 type Issue string
 
 const (
-	// IssueDevmapSameDevice: two devmap entries on one device with
-	// different programs run the first entry's program for the whole bulk.
+	// IssueDevmapSameDevice: the bulk queue of a device latches the
+	// program of its first frame, so two devmap entries on one device with
+	// different programs run the first one's for the whole bulk, and an
+	// entry after a plain bpf_redirect() to that device runs none
+	// (docs/findings/devmap-same-device.md).
 	IssueDevmapSameDevice Issue = "devmap-same-device"
 	// IssueLiveFramesClone: BPF_PROG_TEST_RUN live frames misplace
 	// broadcast copies (6.1; fixed in 6.3).
 	IssueLiveFramesClone Issue = "live-frames-clone"
+	// IssueGenericCloneShared: generic XDP's broadcast copies share one
+	// buffer, so a devmap program that rewrites its copy rewrites them all
+	// (6.1; 6.12 copies a cloned skb before the entry's program).
+	IssueGenericCloneShared Issue = "generic-clone-shared"
 )
 
 // Issues lists every Issue.
-var Issues = []Issue{IssueDevmapSameDevice, IssueLiveFramesClone}
+var Issues = []Issue{IssueDevmapSameDevice, IssueLiveFramesClone, IssueGenericCloneShared}

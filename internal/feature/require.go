@@ -37,8 +37,14 @@ func Require(tb testing.TB, err error) {
 // only the behaviour. Where the expectation says the seed is absent that is
 // an expected failure (XFAIL); anywhere else the test fails, so a kernel
 // without the seed never passes its test.
+//
+// A test that has already failed saw something else too: Absent then fails
+// it plainly, so its seed is BROKEN rather than absent.
 func Absent(tb testing.TB, seed Seed, why string) {
 	tb.Helper()
+	if tb.Failed() {
+		tb.Fatalf("seed %s looked absent (%s), but the test had already failed: not the behaviour from before the seed", seed, why)
+	}
 	tb.Log(Record{Seed: seed, Absent: true, Why: why}.String())
 	if want, ok := Expected().Seeds[seed]; ok && !want {
 		tb.Skipf("XFAIL seed %s absent, as expected: %s", seed, why)
@@ -50,8 +56,13 @@ func Absent(tb testing.TB, seed Seed, why string) {
 // exactly the known issue and the expectation allows it on this kernel, or
 // judges nothing (a kernel outside the expectation file); anywhere else tb
 // fails: a kernel that was thought fixed has regressed.
+//
+// Like Absent, it fails plainly a test that has already failed.
 func Known(tb testing.TB, issue Issue, observed string) {
 	tb.Helper()
+	if tb.Failed() {
+		tb.Fatalf("known kernel issue %s seen (%s), but the test had already failed", issue, observed)
+	}
 	tb.Log(Record{Issue: issue, Why: observed}.String())
 	if e := Expected(); e.Known[issue] || e.Empty() {
 		tb.Skipf("XFAIL known kernel issue %s: %s", issue, observed)

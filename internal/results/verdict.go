@@ -232,7 +232,7 @@ func (r *Run) hasFailedChild(t *Test) bool {
 func (t *Test) firstFailure() string {
 	for _, l := range t.Output {
 		l = strings.TrimSpace(l)
-		if _, ok := feature.ParseRecord(l); ok || !strings.Contains(l, ".go:") {
+		if _, ok := feature.ParseRecord(l); ok || !strings.Contains(l, ".go:") || strings.Contains(l, "failed to parse source file") {
 			continue
 		}
 		return l

@@ -23,12 +23,13 @@ type bpfBpfDevmapVal struct {
 }
 
 type bpfConfig struct {
-	_          structs.HostLayout
-	PatternLen uint32
-	UseHash    uint32
-	Flags      uint32
-	Burst      uint32
-	Ingress    uint32
+	_            structs.HostLayout
+	PatternLen   uint32
+	UseHash      uint32
+	Flags        uint32
+	Burst        uint32
+	Ingress      uint32
+	PlainIfindex uint32
 }
 
 type bpfFlush struct {
@@ -37,6 +38,12 @@ type bpfFlush struct {
 	Sent      int32
 	Drops     int32
 	Seq       uint32
+}
+
+type bpfMarkKey struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Mark    uint32
 }
 
 type bpfRun struct {
@@ -48,6 +55,7 @@ type bpfRun struct {
 	Prog    uint32
 	Verdict uint32
 	Ingress uint32
+	Mark    uint32
 }
 
 type bpfSeen struct {
@@ -81,6 +89,8 @@ const (
 	bpfMapDevmap            = "devmap"
 	bpfMapDevmapHash        = "devmap_hash"
 	bpfMapFlushes           = "flushes"
+	bpfMapForeign           = "foreign"
+	bpfMapMarks             = "marks"
 	bpfMapPattern           = "pattern"
 	bpfMapReceived          = "received"
 	bpfMapRuns              = "runs"
@@ -95,6 +105,7 @@ const (
 	bpfProgXdpDevmapA       = "xdp_devmap_a"
 	bpfProgXdpDevmapB       = "xdp_devmap_b"
 	bpfProgXdpDevmapDrop    = "xdp_devmap_drop"
+	bpfProgXdpDevmapMark    = "xdp_devmap_mark"
 	bpfProgXdpMain          = "xdp_main"
 	bpfProgXdpSink          = "xdp_sink"
 )
@@ -149,6 +160,7 @@ type bpfProgramSpecs struct {
 	XdpDevmapA       *ebpf.ProgramSpec `ebpf:"xdp_devmap_a"`
 	XdpDevmapB       *ebpf.ProgramSpec `ebpf:"xdp_devmap_b"`
 	XdpDevmapDrop    *ebpf.ProgramSpec `ebpf:"xdp_devmap_drop"`
+	XdpDevmapMark    *ebpf.ProgramSpec `ebpf:"xdp_devmap_mark"`
 	XdpMain          *ebpf.ProgramSpec `ebpf:"xdp_main"`
 	XdpSink          *ebpf.ProgramSpec `ebpf:"xdp_sink"`
 }
@@ -161,6 +173,8 @@ type bpfMapSpecs struct {
 	Devmap     *ebpf.MapSpec `ebpf:"devmap"`
 	DevmapHash *ebpf.MapSpec `ebpf:"devmap_hash"`
 	Flushes    *ebpf.MapSpec `ebpf:"flushes"`
+	Foreign    *ebpf.MapSpec `ebpf:"foreign"`
+	Marks      *ebpf.MapSpec `ebpf:"marks"`
 	Pattern    *ebpf.MapSpec `ebpf:"pattern"`
 	Received   *ebpf.MapSpec `ebpf:"received"`
 	Runs       *ebpf.MapSpec `ebpf:"runs"`
@@ -199,6 +213,8 @@ type bpfMaps struct {
 	Devmap     *ebpf.Map `ebpf:"devmap"`
 	DevmapHash *ebpf.Map `ebpf:"devmap_hash"`
 	Flushes    *ebpf.Map `ebpf:"flushes"`
+	Foreign    *ebpf.Map `ebpf:"foreign"`
+	Marks      *ebpf.Map `ebpf:"marks"`
 	Pattern    *ebpf.Map `ebpf:"pattern"`
 	Received   *ebpf.Map `ebpf:"received"`
 	Runs       *ebpf.Map `ebpf:"runs"`
@@ -213,6 +229,8 @@ func (m *bpfMaps) Close() error {
 		m.Devmap,
 		m.DevmapHash,
 		m.Flushes,
+		m.Foreign,
+		m.Marks,
 		m.Pattern,
 		m.Received,
 		m.Runs,
@@ -240,6 +258,7 @@ type bpfPrograms struct {
 	XdpDevmapA       *ebpf.Program `ebpf:"xdp_devmap_a"`
 	XdpDevmapB       *ebpf.Program `ebpf:"xdp_devmap_b"`
 	XdpDevmapDrop    *ebpf.Program `ebpf:"xdp_devmap_drop"`
+	XdpDevmapMark    *ebpf.Program `ebpf:"xdp_devmap_mark"`
 	XdpMain          *ebpf.Program `ebpf:"xdp_main"`
 	XdpSink          *ebpf.Program `ebpf:"xdp_sink"`
 }
@@ -254,6 +273,7 @@ func (p *bpfPrograms) Close() error {
 		p.XdpDevmapA,
 		p.XdpDevmapB,
 		p.XdpDevmapDrop,
+		p.XdpDevmapMark,
 		p.XdpMain,
 		p.XdpSink,
 	)

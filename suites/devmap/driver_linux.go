@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
@@ -17,14 +18,17 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
-// Drivers are the two ways in: BPF_PROG_TEST_RUN with live frames (5.18+)
-// and real frames on a veth pair (any kernel with native XDP on veth).
+// Drivers are the three ways in: BPF_PROG_TEST_RUN with live frames (5.18+)
+// and real frames on a veth pair with the main program in native mode (any
+// kernel with native XDP on veth), both on the Native path; and real frames
+// with the main program in generic (SKB) mode, the Generic path.
 var Drivers = []struct {
 	Name string
 	New  func(tb testing.TB, r *Rig) Driver
 }{
 	{"LiveFrames", NewLiveDriver},
 	{"Veth", NewVethDriver},
+	{"Generic", NewGenericDriver},
 }
 
 // liveDriver runs xdp_main with BPF_F_TEST_XDP_LIVE_FRAMES: every repetition
@@ -45,6 +49,8 @@ func NewLiveDriver(tb testing.TB, r *Rig) Driver {
 func (d *liveDriver) Push(ctx context.Context, frames, batch int) error {
 	return d.r.RunLive(d.r.Objs.XdpMain, d.frame, frames, batch)
 }
+
+func (d *liveDriver) Path() Path { return Native }
 
 // RunLive runs prog over frames copies of frame with
 // BPF_F_TEST_XDP_LIVE_FRAMES, arriving on in0, flushing every batch frames.
@@ -109,6 +115,12 @@ func NewVethDriver(tb testing.TB, r *Rig) Driver {
 	tb.Helper()
 	feature.Require(tb, attachBurst(r))
 	r.AttachXDP(tb, r.In, r.Objs.XdpMain)
+	return &vethDriver{r: r, sender: newSender(tb, r)}
+}
+
+// newSender opens an AF_PACKET sender on in0p.
+func newSender(tb testing.TB, r *Rig) *traffic.Sender {
+	tb.Helper()
 	var s *traffic.Sender
 	err := r.Env.Do(func() (err error) {
 		s, err = traffic.NewSender(r.Sender.Attrs().Index, 1)
@@ -118,7 +130,7 @@ func NewVethDriver(tb testing.TB, r *Rig) Driver {
 		tb.Fatalf("sender on in0p: %v", err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	return &vethDriver{r: r, sender: s}
+	return s
 }
 
 func (d *vethDriver) Push(ctx context.Context, frames, batch int) error {
@@ -133,23 +145,32 @@ func (d *vethDriver) Push(ctx context.Context, frames, batch int) error {
 	if err := d.r.Objs.Config.Put(uint32(0), &c); err != nil {
 		return err
 	}
+	// Wait for the whole burst before the next one, so that bursts never
+	// share a NAPI poll.
+	return sendPaced(ctx, d.r, d.sender, frames/batch, batch)
+}
+
+func (d *vethDriver) Path() Path { return Native }
+
+// sendPaced sends n frames on in0p, and after each waits until the main
+// program has numbered per more frames (the frame and the copies tc_burst
+// made of it).
+func sendPaced(ctx context.Context, r *Rig, s *traffic.Sender, n, per int) error {
 	var st bpfState
 	get := func() (uint32, error) {
-		err := d.r.Objs.State.Lookup(uint32(0), &st)
+		err := r.Objs.State.Lookup(uint32(0), &st)
 		return st.Frames, err
 	}
 	base, err := get()
 	if err != nil {
 		return err
 	}
-	for i := 1; i <= frames/batch; i++ {
-		res, err := d.sender.Send(1)
+	for i := 1; i <= n; i++ {
+		res, err := s.Send(1)
 		if err != nil || res.Sent != 1 {
-			return fmt.Errorf("send burst %d on in0p: %+v %v", i, res, err)
+			return fmt.Errorf("send frame %d on in0p: %+v %v", i, res, err)
 		}
-		// Wait for the whole burst before the next one, so that bursts
-		// never share a NAPI poll.
-		want := base + uint32(i*batch)
+		want := base + uint32(i*per)
 		_, err = counters.WaitFor(ctx, 5*time.Second, get, func(n uint32) bool { return n >= want })
 		if err != nil {
 			return fmt.Errorf("main program numbered frames up to %d of %d: %w", st.Frames, want, err)
@@ -157,6 +178,40 @@ func (d *vethDriver) Push(ctx context.Context, frames, batch int) error {
 	}
 	return nil
 }
+
+// genericDriver sends real frames into in0p, one at a time; xdp_main runs
+// in generic (SKB) mode on in0, from netif_receive_skb. No tc burst: a
+// clone made by bpf_clone_redirect carries skb->redirected, and generic XDP
+// lets such frames pass without running the program.
+type genericDriver struct {
+	r      *Rig
+	sender *traffic.Sender
+}
+
+// NewGenericDriver attaches xdp_main to in0 in generic mode, or skips tb
+// when the kernel refuses: before 5.15 generic XDP ran no devmap programs
+// and refused (EINVAL) a program that uses a devmap whose entries can carry
+// one (dev.c's generic_xdp_install, "generic XDP does not work with DEVMAPs
+// that can have a bpf_prog installed on an entry").
+func NewGenericDriver(tb testing.TB, r *Rig) Driver {
+	tb.Helper()
+	err := r.attachXDP(r.In, r.Objs.XdpMain, nl.XDP_FLAGS_SKB_MODE)
+	if errors.Is(err, unix.EINVAL) {
+		feature.Require(tb, feature.Unsupported(feature.GenericDevmapProg, "attaching xdp_main, whose devmaps carry programs, in SKB mode returned %v (devmap programs in generic XDP came in 5.15)", err))
+	}
+	if err != nil {
+		tb.Fatalf("attach xdp_main to in0 in generic mode: %v", err)
+	}
+	return &genericDriver{r: r, sender: newSender(tb, r)}
+}
+
+// Push sends frames one by one; batch does not matter to generic XDP,
+// which transmits every frame at once.
+func (d *genericDriver) Push(ctx context.Context, frames, batch int) error {
+	return sendPaced(ctx, d.r, d.sender, frames, 1)
+}
+
+func (d *genericDriver) Path() Path { return Generic }
 
 // attachBurst puts a clsact qdisc on in0p with tc_burst on its egress.
 // ENOENT or EOPNOTSUPP (sch_ingress or cls_bpf missing) means unsupported.

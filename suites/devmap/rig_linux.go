@@ -1,10 +1,12 @@
 package devmap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -61,10 +63,7 @@ func NewRig(tb testing.TB, trace bool) *Rig {
 	r.SetConfig(tb, func(c *bpfConfig) { c.Ingress = uint32(r.In.Attrs().Index) })
 	if trace {
 		for _, l := range append(r.Dst[:], r.In) {
-			idx := uint32(l.Attrs().Index)
-			if err := r.Objs.Watch.Put(idx, uint32(1)); err != nil {
-				tb.Fatalf("watch map: %v", err)
-			}
+			r.Watch(tb, l)
 		}
 		tp, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "xdp_devmap_xmit", Program: r.Objs.TraceDevmapXmit})
 		if err != nil {
@@ -75,15 +74,27 @@ func NewRig(tb testing.TB, trace bool) *Rig {
 	return r
 }
 
+// Watch makes the xdp_devmap_xmit counter count flushes to l.
+func (r *Rig) Watch(tb testing.TB, l netlink.Link) {
+	tb.Helper()
+	if err := r.Objs.Watch.Put(ifindex(l), uint32(1)); err != nil {
+		tb.Fatalf("watch map: %v", err)
+	}
+}
+
 // AttachXDP attaches prog to l in native (driver) mode.
 func (r *Rig) AttachXDP(tb testing.TB, l netlink.Link, prog *ebpf.Program) {
 	tb.Helper()
-	err := r.Env.Do(func() error {
-		return netlink.LinkSetXdpFdWithFlags(l, prog.FD(), nl.XDP_FLAGS_DRV_MODE)
-	})
-	if err != nil {
+	if err := r.attachXDP(l, prog, nl.XDP_FLAGS_DRV_MODE); err != nil {
 		tb.Fatalf("attach XDP %s to %s in driver mode: %v", prog, l.Attrs().Name, err)
 	}
+}
+
+// attachXDP attaches prog to l with the XDP_FLAGS_* mode flags.
+func (r *Rig) attachXDP(l netlink.Link, prog *ebpf.Program, flags int) error {
+	return r.Env.Do(func() error {
+		return netlink.LinkSetXdpFdWithFlags(l, prog.FD(), flags)
+	})
 }
 
 // SetConfig changes the main program's configuration.
@@ -168,6 +179,17 @@ func (r *Rig) RawRuns(tb testing.TB) []bpfRun {
 	return readLog[bpfRun](tb, r.Objs.Runs, r.State(tb).Seq, "runs log")
 }
 
+// WaitRuns waits until the programs have logged n runs and returns the
+// log; on timeout it fails tb with the count it saw.
+func (r *Rig) WaitRuns(ctx context.Context, tb testing.TB, n uint32) []Run {
+	tb.Helper()
+	seq := func() (uint32, error) { return r.State(tb).Seq, nil }
+	if got, err := counters.WaitFor(ctx, 5*time.Second, seq, func(s uint32) bool { return s >= n }); err != nil {
+		tb.Fatalf("program runs logged: %d, want %d: %v", got, n, err)
+	}
+	return r.Runs(tb)
+}
+
 // Flushes reads the xdp_devmap_xmit log.
 func (r *Rig) Flushes(tb testing.TB) []bpfFlush {
 	tb.Helper()
@@ -209,23 +231,54 @@ func (r *Rig) Totals(tb testing.TB) FlushTotals {
 	return FlushTotals{Flushes: int(s.Flushes), Sent: s.Sent, Drops: s.Drops}
 }
 
-// Received returns how many frames the sink on l counted.
+// Received returns how many of our frames the sink on l counted.
 func (r *Rig) Received(tb testing.TB, l netlink.Link) uint64 {
 	tb.Helper()
+	return lookupCount(tb, r.Objs.Received, ifindex(l), "received", l)
+}
+
+// Foreign returns how many frames that were not ours the sink on l counted.
+func (r *Rig) Foreign(tb testing.TB, l netlink.Link) uint64 {
+	tb.Helper()
+	return lookupCount(tb, r.Objs.Foreign, ifindex(l), "foreign", l)
+}
+
+// Marked returns how many of our frames the sink on l counted with mark
+// in the payload (0: unmarked).
+func (r *Rig) Marked(tb testing.TB, l netlink.Link, mark uint32) uint64 {
+	tb.Helper()
+	return lookupCount(tb, r.Objs.Marks, bpfMarkKey{Ifindex: ifindex(l), Mark: mark}, "marks", l)
+}
+
+// sinks are the devices with xdp_sink: the destinations' peers and in0p.
+func (r *Rig) sinks() []netlink.Link { return append(r.Sink[:], r.Sender) }
+
+// ReceivedAll sums our frames at the sinks.
+func (r *Rig) ReceivedAll(tb testing.TB) uint64 {
+	tb.Helper()
 	var n uint64
-	err := r.Objs.Received.Lookup(uint32(l.Attrs().Index), &n)
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		tb.Fatalf("read received[%s]: %v", l.Attrs().Name, err)
+	for _, l := range r.sinks() {
+		n += r.Received(tb, l)
 	}
 	return n
 }
 
-// ReceivedAll sums the sinks.
-func (r *Rig) ReceivedAll(tb testing.TB) uint64 {
+// ForeignAll sums the foreign frames at the sinks.
+func (r *Rig) ForeignAll(tb testing.TB) uint64 {
 	tb.Helper()
 	var n uint64
-	for _, l := range append(r.Sink[:], r.Sender) {
-		n += r.Received(tb, l)
+	for _, l := range r.sinks() {
+		n += r.Foreign(tb, l)
+	}
+	return n
+}
+
+// lookupCount reads a counter the sink keeps for l; a missing key is 0.
+func lookupCount(tb testing.TB, m *ebpf.Map, key any, what string, l netlink.Link) uint64 {
+	tb.Helper()
+	var n uint64
+	if err := m.Lookup(key, &n); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		tb.Fatalf("read %s[%s]: %v", what, l.Attrs().Name, err)
 	}
 	return n
 }
@@ -254,6 +307,9 @@ func (r *Rig) LinkStats(tb testing.TB, l netlink.Link) counters.Link {
 // removeMemlock lifts RLIMIT_MEMLOCK once; a no-op on kernels that charge
 // BPF memory to the cgroup instead.
 var removeMemlock = sync.OnceValue(rlimit.RemoveMemlock)
+
+// ifindex is a link's index as the programs see it.
+func ifindex(l netlink.Link) uint32 { return uint32(l.Attrs().Index) }
 
 func b2u(b bool) uint32 {
 	if b {

@@ -19,7 +19,8 @@ type Run struct {
 	// Dev is, for M, the devmap key it redirected to and, for D, the
 	// egress ifindex (models use the entry's device instead).
 	Dev uint32
-	// Prog is the devmap program's tag (1 = A, 2 = B, 3 = drop); 0 for M.
+	// Prog is the devmap program's tag (1 = A, 2 = B, 3 = drop, 4 =
+	// mark); 0 for M.
 	Prog uint32
 }
 
@@ -38,6 +39,8 @@ func progName(tag uint32) string {
 		return "B"
 	case progDrop:
 		return "drop"
+	case progMark:
+		return "mark"
 	}
 	return fmt.Sprintf("prog%d", tag)
 }
@@ -47,6 +50,7 @@ const (
 	progA    = 1
 	progB    = 2
 	progDrop = 3
+	progMark = 4
 )
 
 // Entry is one devmap entry of a model: the device it points at and the tag
@@ -160,7 +164,9 @@ func FlushTime(tr Traffic, entries map[uint32]Entry) []Run {
 // EnqueueTime is the sequence before seed 004 (5.10): dev_map_enqueue runs
 // the entry's own program on the frame right after the main program
 // returned, before the frame is queued, so runs alternate M D M D under any
-// batching.
+// batching. It is also the generic (SKB-mode) path's sequence on every
+// kernel: dev_map_generic_redirect runs the entry's program on each frame
+// at once (broadcast copies in key order).
 func EnqueueTime(tr Traffic, entries map[uint32]Entry) []Run {
 	var out []Run
 	for n := 0; n < tr.Frames; n++ {

@@ -55,29 +55,21 @@
 //   - BenchmarkRX: received pps and lost/s, 1 and 2 senders, stock against
 //     the flag with fq_codel (the seed's tap + vhost-net row).
 //
-// Expected verdicts (vhost-net is a module on every Debian kernel; this
-// machine's own 6.18 has none, so every test skips there, with "kernel lacks
-// vhost-net (open /dev/vhost-net: no such file or directory)", or first
-// "kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)" for the
-// backpressure variants, the reason they skip on 5.10–7.2 too). Checked on
-// 6.1, 6.12, 7.2 and 7.3 with `xmitcheck run` (native backend) and vng.
-// "default" is the guest's net.core.default_qdisc (pfifo_fast, or fq_codel
-// where the init sets it):
+// Expected verdicts per kernel, from kernels/expectations (go test ./kernels -args -update rewrites it):
 //
-//	test                                   5.10 6.1  6.12 7.2  7.3  host 6.18
-//	TestDelivery/stock_default             pass pass pass pass pass skip
-//	TestDelivery/backpressure_pfifo        skip skip skip skip pass skip
-//	TestTransmit                           pass pass pass pass pass skip
-//	TestStock/NoGuestBuffers               pass pass pass pass pass skip
-//	TestBackpressure/SlowGuest/*           skip skip skip skip pass skip
-//	TestNoStall/DetachWhileStopped         skip skip skip skip pass skip
-//	TestNoStall/CloseWhileStopped          skip skip skip skip pass skip
-//	TestNoStall/TwoQueues/stock_default    pass pass pass pass pass skip
-//	TestNoStall/TwoQueues/backpressure_*   skip skip skip skip pass skip
-//	TestRace/stock_default                 pass pass pass pass pass skip
-//	TestRace/backpressure_*                skip skip skip skip pass skip
+//	seed       debian:5.10  debian:6.1                                                 debian:6.12         debian:7.2          debian:7.3          host:6.18.44-fc-v657
+//	000-vhost  absent       absent                                                     absent              absent              present             absent
+//	xfail      —            devmap-same-device+live-frames-clone+generic-clone-shared  devmap-same-device  devmap-same-device  devmap-same-device  devmap-same-device
+//
+// vhost-net is a module on every Debian kernel; this machine's own 6.18 has
+// none, so every test skips there ("kernel lacks vhost-net (open
+// /dev/vhost-net: no such file or directory)"), and 000-vhost is absent. On
+// 5.10–7.2 the stock variants pass and the backpressure variants skip with
+// "kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)".
+// "default" is the guest's net.core.default_qdisc (pfifo_fast, or fq_codel
+// where the init sets it).
 //
 // A skip names its probe (TUNGETFEATURES for IFF_BACKPRESSURE, opening
-// /dev/vhost-net, creating fq_codel); on a kernel the project expects to
-// have the feature the skip is a failure (internal/feature).
+// /dev/vhost-net, creating fq_codel); on a kernel expected to have the
+// feature the skip is a failure (internal/feature).
 package vhost

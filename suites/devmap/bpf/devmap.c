@@ -19,10 +19,12 @@
 #define RUNS 4096         // entries of the runs log (a power of two)
 #define FLUSHES 1024      // entries of the flush log (a power of two)
 #define PATTERN 64        // destination keys the main program cycles through
+#define PLAIN_KEY 63      // a pattern key that means bpf_redirect(cfg->plain_ifindex): no devmap
 #define MAX_BURST 64      // frames one tc burst turns a sent frame into
 #define ETH_P_XMITCHECK 0x88B5
 #define BURST_MARK 0x786d6974
 #define NUMBER_AT 30 // payload offset of the frame number, after traffic.Frame's header
+#define MARK_AT 34   // payload offset of the mark xdp_devmap_mark writes into its copy
 
 char __license[] SEC("license") = "GPL";
 
@@ -35,6 +37,7 @@ struct run {
 	__u32 prog;    // D: tag of the devmap program; M: 0
 	__u32 verdict; // M: bpf_redirect_map's return value; D: the program's verdict
 	__u32 ingress; // ctx->ingress_ifindex
+	__u32 mark;    // D: the mark found in the payload when the program started; M: 0
 };
 
 // config steers the main program; the test writes it before each run.
@@ -44,6 +47,7 @@ struct config {
 	__u32 flags;       // bpf_redirect_map flags (BPF_F_BROADCAST, …, fallback action)
 	__u32 burst;       // frames tc_burst sends for each frame it sees (1 = none added)
 	__u32 ingress;     // ifindex the xdp_devmap_xmit counter accepts as from_dev
+	__u32 plain_ifindex; // where PLAIN_KEY redirects, with bpf_redirect
 };
 
 // state is what the programs count.
@@ -74,6 +78,12 @@ struct seen {
 	__u64 runs;
 	__u32 max_frame; // highest frame number + 1 (0: none)
 	__u32 pad;
+};
+
+// mark_key is what one sink received: frames carrying one mark.
+struct mark_key {
+	__u32 ifindex; // the sink's device
+	__u32 mark;    // the mark in the frame's payload (0: none)
 };
 
 // struct bpf_devmap_val from <linux/bpf.h> (5.8+): ifindex and program fd.
@@ -133,13 +143,29 @@ struct {
 	__type(value, struct seen);
 } seen SEC(".maps");
 
-// received counts frames per ifindex at the sinks (the destinations' peers).
+// received counts our frames per ifindex at the sinks (the destinations'
+// peers), foreign every other frame there (e.g. a broadcast copy whose
+// Ethernet header is not ours any more), marks our frames per mark.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
 	__type(key, __u32);
 	__type(value, __u64);
 } received SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u64);
+} foreign SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct mark_key);
+	__type(value, __u64);
+} marks SEC(".maps");
 
 // watch holds the ifindexes whose xdp_devmap_xmit events are counted.
 struct {
@@ -150,7 +176,7 @@ struct {
 } watch SEC(".maps");
 
 static __always_inline void stamp(struct state *st, __u32 kind, __u32 frame, __u32 meta, __u32 dest,
-				  __u32 prog, __u32 verdict, __u32 ingress)
+				  __u32 prog, __u32 verdict, __u32 ingress, __u32 mark)
 {
 	__u32 slot = st->seq & (RUNS - 1);
 	struct run *r = bpf_map_lookup_elem(&runs, &slot);
@@ -165,6 +191,28 @@ static __always_inline void stamp(struct state *st, __u32 kind, __u32 frame, __u
 	r->prog = prog;
 	r->verdict = verdict;
 	r->ingress = ingress;
+	r->mark = mark;
+}
+
+// count adds one to m[key], creating the entry.
+static __always_inline void count(void *m, const void *key)
+{
+	__u64 one = 1, *n = bpf_map_lookup_elem(m, key);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(m, key, &one, BPF_NOEXIST);
+}
+
+// payload_u32 returns the address of the __u32 at off in the frame, or NULL.
+static __always_inline __u32 *payload_u32(struct xdp_md *ctx, __u32 off)
+{
+	void *data = (void *)(long)ctx->data;
+
+	if (data + off + sizeof(__u32) > (void *)(long)ctx->data_end)
+		return 0;
+	return data + off;
 }
 
 static __always_inline int ours(struct xdp_md *ctx)
@@ -180,7 +228,8 @@ static __always_inline int ours(struct xdp_md *ctx)
 
 // xdp_main numbers each frame, writes the number into the frame's payload
 // and into its metadata (bpf_xdp_adjust_meta), logs an M run and redirects
-// to the configured key.
+// to the configured key: through the devmap, or for PLAIN_KEY straight to a
+// device with bpf_redirect.
 SEC("xdp")
 int xdp_main(struct xdp_md *ctx)
 {
@@ -213,32 +262,40 @@ int xdp_main(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	*(__u32 *)meta = frame;
 
-	if (cfg->use_hash)
+	if (key == PLAIN_KEY)
+		ret = bpf_redirect(cfg->plain_ifindex, 0);
+	else if (cfg->use_hash)
 		ret = bpf_redirect_map(&devmap_hash, key, cfg->flags);
 	else
 		ret = bpf_redirect_map(&devmap, key, cfg->flags);
-	stamp(st, 'M', frame, frame, key, 0, ret, ctx->ingress_ifindex);
+	stamp(st, 'M', frame, frame, key, 0, ret, ctx->ingress_ifindex, 0);
 	return ret;
 }
 
 // devmap_run logs a D run: the frame number from the payload and from the
-// metadata (~0 when there is none), the egress device and the program's tag.
+// metadata (~0 when there is none), the egress device, the program's tag
+// and the mark the payload carries.
 static __always_inline int devmap_run(struct xdp_md *ctx, __u32 tag, int verdict)
 {
-	__u32 zero = 0, frame = ~0U, mframe = ~0U;
+	__u32 zero = 0, frame = ~0U, mframe = ~0U, mark = ~0U;
 	struct state *st = bpf_map_lookup_elem(&state, &zero);
 	void *data = (void *)(long)ctx->data;
 	void *meta = (void *)(long)ctx->data_meta;
 	struct seen_key sk = { .ifindex = ctx->egress_ifindex, .prog = tag };
 	struct seen *s;
+	__u32 *p;
 
 	if (!st)
 		return XDP_ABORTED;
 	if (meta + sizeof(__u32) <= data)
 		mframe = *(__u32 *)meta;
-	if (data + NUMBER_AT + sizeof(__u32) <= (void *)(long)ctx->data_end)
-		frame = *(__u32 *)(data + NUMBER_AT);
-	stamp(st, 'D', frame, mframe, ctx->egress_ifindex, tag, verdict, ctx->ingress_ifindex);
+	p = payload_u32(ctx, NUMBER_AT);
+	if (p)
+		frame = *p;
+	p = payload_u32(ctx, MARK_AT);
+	if (p)
+		mark = *p;
+	stamp(st, 'D', frame, mframe, ctx->egress_ifindex, tag, verdict, ctx->ingress_ifindex, mark);
 
 	s = bpf_map_lookup_elem(&seen, &sk);
 	if (!s) {
@@ -273,21 +330,38 @@ int xdp_devmap_drop(struct xdp_md *ctx)
 	return devmap_run(ctx, 3, XDP_DROP);
 }
 
+// xdp_devmap_mark rewrites its copy of the frame: it stamps the egress
+// ifindex into the payload, where the sinks read it back (marks).
+SEC("xdp/devmap")
+int xdp_devmap_mark(struct xdp_md *ctx)
+{
+	int verdict = devmap_run(ctx, 4, XDP_PASS);
+	__u32 *p = payload_u32(ctx, MARK_AT);
+
+	if (!p)
+		return XDP_ABORTED;
+	*p = ctx->egress_ifindex;
+	return verdict;
+}
+
 // xdp_sink sits on the destinations' peers: veth's ndo_xdp_xmit needs an XDP
-// program on the receiving end, and the sink counts what arrived.
+// program on the receiving end, and the sink counts what arrived: our
+// frames per mark, and every other frame as foreign.
 SEC("xdp")
 int xdp_sink(struct xdp_md *ctx)
 {
-	__u32 ifindex = ctx->ingress_ifindex;
-	__u64 one = 1, *n;
+	struct mark_key mk = { .ifindex = ctx->ingress_ifindex };
+	__u32 *p;
 
-	if (!ours(ctx))
+	if (!ours(ctx)) {
+		count(&foreign, &mk.ifindex);
 		return XDP_DROP;
-	n = bpf_map_lookup_elem(&received, &ifindex);
-	if (n)
-		__sync_fetch_and_add(n, 1);
-	else
-		bpf_map_update_elem(&received, &ifindex, &one, BPF_NOEXIST);
+	}
+	count(&received, &mk.ifindex);
+	p = payload_u32(ctx, MARK_AT);
+	if (p)
+		mk.mark = *p;
+	count(&marks, &mk);
 	return XDP_DROP;
 }
 
