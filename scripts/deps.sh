@@ -4,13 +4,14 @@
 # so the system's sources are never touched), clang/llvm/libbpf headers (so
 # `make check` can prove the committed BPF objects match their C), what
 # `xmitcheck kernels build` needs to build a kernel tree (gcc, make, flex,
-# bison, bc, libelf, libssl, pahole, ccache, patch) and the Go modules.
+# bison, bc, libelf, libssl, pahole, ccache, patch), Chromium (the
+# report's browser test) and the Go modules.
 # Idempotent: what is there already is not installed again.
 set -euo pipefail
 
 need_pkgs=()
 for p in qemu-system-x86 kmod busybox-static udev file python3-argcomplete python3-requests python3-pkg-resources clang llvm libbpf-dev linux-libc-dev \
-	gcc make flex bison bc libelf-dev libssl-dev dwarves ccache patch xz-utils; do
+	gcc make flex bison bc libelf-dev libssl-dev dwarves ccache patch xz-utils chromium; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
 done
 if [ "$(id -u)" != 0 ] && { [ ${#need_pkgs[@]} -gt 0 ] || ! command -v vng >/dev/null; }; then

@@ -19,6 +19,7 @@ Commands:
   kernels source NAME DIR   fetch and unpack Debian's linux-source of a catalog kernel
   kernels build --tree DIR  build a kernel tree (--revert/--apply patches) into build:NAME
   matrix [flags] [PKG...]   every suite on every catalog kernel and the host, several at once, into one folder
+  report [-o F] DIR...      one static HTML page (and --markdown) from matrix folders
   compare --base K1 --patched K2 [PKG...]
                             pre-merge check: verdicts side by side, then interleaved benchmarks (benchstat)
   bisect [flags] [PKG...]   one step of git bisect run: build --tree (default .), run, judge
@@ -54,11 +55,13 @@ func run(args []string) int {
 		code, err = cmdCompare(rest)
 	case "matrix":
 		code, err = cmdMatrix(rest)
+	case "report":
+		code, err = cmdReport(rest)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return exitOK
 	default:
-		err = usagef("unknown command %q: use run, exec, kernels, matrix, compare, bisect or bench (xmitcheck -h)", cmd)
+		err = usagef("unknown command %q: use run, exec, kernels, matrix, report, compare, bisect or bench (xmitcheck -h)", cmd)
 	}
 	if err != nil {
 		return fail(err)

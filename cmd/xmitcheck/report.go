@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/xmitcheck/xmitcheck/internal/report"
+	"github.com/xmitcheck/xmitcheck/internal/results"
+)
+
+// cmdReport renders one or more matrix folders (their results.json) as one
+// static HTML page and a Markdown reply, and prints the verdict table.
+// --check fails when a verdict differs from its expectation.
+func cmdReport(args []string) (int, error) {
+	fs := newFlags("report")
+	html := fs.String("o", "report.html", "the HTML page to write")
+	markdown := fs.String("markdown", "", "also write the report as Markdown to this file")
+	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation")
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if fs.NArg() == 0 {
+		return 0, usagef("report: name the matrix folder(s) to render (xmitcheck matrix --out DIR writes one)")
+	}
+	var snaps []results.Snapshot
+	for _, dir := range fs.Args() {
+		s, err := report.Load(dir)
+		if err != nil {
+			return 0, err
+		}
+		snaps = append(snaps, s...)
+	}
+	if err := os.MkdirAll(filepath.Dir(*html), 0o755); err != nil {
+		return 0, err
+	}
+	if err := writeTo(*html, func(w io.Writer) error { return report.WriteHTML(w, snaps) }); err != nil {
+		return 0, err
+	}
+	if *markdown != "" {
+		if err := writeTo(*markdown, func(w io.Writer) error { return report.WriteMarkdown(w, snaps) }); err != nil {
+			return 0, err
+		}
+	}
+	mismatch := false
+	for _, s := range snaps {
+		for _, v := range s.Verdicts {
+			mismatch = mismatch || v.Mismatch()
+		}
+		mismatch = mismatch || len(s.Misses) > 0 || s.Err != ""
+	}
+	if err := report.WriteMarkdown(os.Stdout, snaps); err != nil {
+		return 0, err
+	}
+	if *check && mismatch {
+		return exitFail, nil
+	}
+	return exitOK, nil
+}
