@@ -153,7 +153,7 @@ func BenchmarkRX(b *testing.B) {
 				b.StopTimer()
 				assert.Assert(b, a.Balanced(), "%v", a)
 				sec := took.Seconds()
-				b.ReportMetric(float64(a.Received)/sec, "rx_pps")
+				b.ReportMetric(float64(a.Received)/sec, "rx-pps")
 				b.ReportMetric(float64(a.DeviceDrops+a.QdiscDrops+a.Uncounted)/sec, "lost/s")
 				b.ReportMetric(float64(a.DeviceDrops)/sec, "tun_drops/s")
 				b.ReportMetric(float64(a.QdiscDrops+a.Uncounted)/sec, "qdisc_drops/s")
