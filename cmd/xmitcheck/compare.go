@@ -115,19 +115,11 @@ type comparison struct {
 // benchRounds runs the benchmarks count times on each kernel, alternating,
 // and returns each kernel's benchmark lines (go test's format).
 func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, count int) ([][]byte, error) {
-	dir, err := os.MkdirTemp("", "xmitcheck-bench-")
+	bins, init, cleanup, err := s.binaries(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	bins, err := buildTests(ctx, dir, s.pkgs, s.testArgs())
-	if err != nil {
-		return nil, err
-	}
-	init, err := initBinary(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
+	defer cleanup()
 	out := make([][]byte, len(ks))
 	for round := 1; round <= count; round++ {
 		for i, k := range ks {

@@ -57,19 +57,11 @@ func cmdMatrix(args []string) (int, error) {
 		return 0, err
 	}
 	fetched := time.Since(start)
-	dir, err := os.MkdirTemp("", "xmitcheck-matrix-")
+	bins, init, cleanup, err := s.binaries(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	bins, err := buildTests(ctx, dir, s.pkgs, s.testArgs())
-	if err != nil {
-		return 0, err
-	}
-	init, err := initBinary(ctx, dir)
-	if err != nil {
-		return 0, err
-	}
+	defer cleanup()
 	tmpOut, err := os.MkdirTemp(filepath.Dir(filepath.Clean(*out)), "."+filepath.Base(*out)+".tmp-")
 	if err != nil {
 		return 0, fmt.Errorf("output folder: %w", err)

@@ -80,22 +80,32 @@ func (s *suiteRun) parseArgs(fs *flag.FlagSet) {
 	}
 }
 
+// binaries builds the test binaries and the guest's init into a temporary
+// directory that cleanup removes.
+func (s *suiteRun) binaries(ctx context.Context) (bins []vmtest.Binary, init string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "xmitcheck-run-")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	if bins, err = buildTests(ctx, dir, s.pkgs, s.testArgs()); err == nil {
+		init, err = initBinary(ctx, dir)
+	}
+	if err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return bins, init, cleanup, nil
+}
+
 // exec runs the suites on ks and writes the summary, the verdicts and the
 // reports. An error means nothing could be run.
 func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.Run, error) {
-	dir, err := os.MkdirTemp("", "xmitcheck-run-")
+	bins, init, cleanup, err := s.binaries(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	bins, err := buildTests(ctx, dir, s.pkgs, s.testArgs())
-	if err != nil {
-		return nil, err
-	}
-	init, err := initBinary(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
+	defer cleanup()
 
 	// Human output goes to stderr when stdout carries JSON or KTAP.
 	human := io.Writer(os.Stdout)
