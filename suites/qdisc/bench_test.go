@@ -21,13 +21,15 @@ const (
 // BenchmarkContention measures the no-stall workload: b.N frames from N
 // sender threads through a locked qdisc. It reports throughput, loss, and
 // per delivered packet the NET_TX softirq raises (the cost seed 003
-// removes), the __netif_schedule() calls behind them, and the NET_TX
-// softirq runs from /proc/softirqs. The veth consumer is either fast (the
+// removes), the __netif_schedule() calls behind them, the NET_TX softirq
+// runs from /proc/softirqs, and where the kernel has q->defer_list the
+// calls that found it non-empty (the ones seed 003 turns away; see
+// TestFastPath). The veth consumer is either fast (the
 // qdisc path is the bottleneck) or slow (the ring fills and the queue stops
 // and wakes all the time). Nothing is asserted but the ledger.
 func BenchmarkContention(b *testing.B) {
 	consumers := []path{
-		{"veth_xdp_fast", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, 0) }},
+		vethFast,
 		{"veth_xdp_slow", vethPath.build},
 		tapPath,
 	}
@@ -70,9 +72,11 @@ func BenchmarkTapBackpressure(b *testing.B) {
 
 // measure sends b.N frames through r from n senders, waits until every one
 // is accounted for, and reports the figures. With softirqs it also counts
-// NET_TX raises and __netif_schedule() calls.
+// NET_TX raises and __netif_schedule() calls, and where the kernel has
+// q->defer_list the calls that found it non-empty.
 func measure(b *testing.B, r *rig, n int, softirqs bool) {
 	var raises, scheds *eventCounter
+	var fast *fastPathTracer
 	if softirqs {
 		var err error
 		if raises, err = attachSoftirqRaises(); err != nil {
@@ -85,12 +89,19 @@ func measure(b *testing.B, r *rig, n int, softirqs bool) {
 		} else {
 			defer scheds.Close()
 		}
+		if probeDeferList() == nil {
+			if fast, err = attachFastPath(r.dev.Attrs().Index); err != nil {
+				b.Logf("calls that found q->defer_list non-empty not counted: %v", err)
+			} else {
+				defer fast.Close()
+			}
+		}
 	}
 	base, err := r.snap()
 	if err != nil {
 		b.Fatal(err)
 	}
-	raises0, scheds0 := count(b, raises), count(b, scheds)
+	raises0, scheds0, deferred0 := count(b, raises), count(b, scheds), deferred(b, fast)
 	runs0, err := netTxRuns()
 	if err != nil {
 		b.Fatal(err)
@@ -129,6 +140,9 @@ func measure(b *testing.B, r *rig, n int, softirqs bool) {
 	if scheds != nil {
 		b.ReportMetric(perPkt(count(b, scheds)-scheds0), "scheds/pkt")
 	}
+	if fast != nil {
+		b.ReportMetric(perPkt(deferred(b, fast)-deferred0), "deferred/pkt")
+	}
 	if softirqs {
 		b.ReportMetric(perPkt(runs1-runs0), "txruns/pkt")
 	}
@@ -145,4 +159,17 @@ func count(b *testing.B, c *eventCounter) uint64 {
 		b.Fatal(err)
 	}
 	return v
+}
+
+// deferred reads how many calls found q->defer_list non-empty, or returns 0
+// when t is nil (not attached).
+func deferred(b *testing.B, t *fastPathTracer) uint64 {
+	if t == nil {
+		return 0
+	}
+	c, err := t.counts()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c.Nonempty
 }

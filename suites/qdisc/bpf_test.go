@@ -11,8 +11,9 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 )
 
-// The programs are a few instructions each, written with cilium/ebpf's asm
-// package so that the suite needs no C toolchain and no generated objects.
+// The programs here are a few instructions each, written with cilium/ebpf's
+// asm package; the fast path tracer, which reads kernel structs through
+// CO-RE, is C (bpf/fastpath.c, compiled by bpf2go, see gen.go).
 
 // maxStream is the per-CPU array slot for frames that are not xmitcheck's
 // or whose stream does not fit the array: streams the suite uses stay below.

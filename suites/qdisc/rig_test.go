@@ -59,6 +59,9 @@ type path struct {
 
 var (
 	vethPath = path{"veth_xdp", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, consumerSpin) }}
+	// vethFast drains as fast as XDP can: the qdisc, not the consumer, is
+	// the bottleneck, and its lock the most contended.
+	vethFast = path{"veth_xdp_fast", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, 0) }}
 	tapPath  = path{"tap_backpressure", func(tb testing.TB, e *netenv.Env) *rig {
 		feature.Require(tb, tuntap.ProbeBackpressure())
 		return tapReader(tb, e, tuntap.IFFBackpressure, tapRing)

@@ -1,0 +1,9 @@
+package qdisc
+
+// The programs in bpf/fastpath.c are compiled with cilium/ebpf's bpf2go;
+// the generated fastpath_bpfel.go and fastpath_bpfel.o are committed so that
+// building needs no clang. Regenerating needs clang ≥ 14 and llvm-strip
+// (Debian's clang and llvm packages), libbpf's headers (libbpf-dev) and
+// <linux/bpf.h> (linux-libc-dev).
+//
+//go:generate go tool bpf2go -tags linux -target bpfel fastpath bpf/fastpath.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall -Werror
