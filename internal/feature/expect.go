@@ -35,7 +35,7 @@ func ParseExpectation(spec string) (Expectation, error) {
 		if rest, ok := strings.CutPrefix(item, "!"); ok {
 			item, want = rest, false
 		}
-		if issue, ok := strings.CutPrefix(item, "xfail:"); ok && want && slices.Contains(Issues, Issue(issue)) {
+		if issue, ok := strings.CutPrefix(item, "xfail:"); ok && want && Issues[Issue(issue)] != "" {
 			e.Known[Issue(issue)] = true
 			continue
 		}
@@ -150,7 +150,7 @@ func featureNames() []string {
 
 func issueNames() []string {
 	var out []string
-	for _, i := range Issues {
+	for _, i := range slices.Sorted(maps.Keys(Issues)) {
 		out = append(out, string(i))
 	}
 	return out

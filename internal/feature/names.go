@@ -113,5 +113,9 @@ const (
 	IssueGenericCloneShared Issue = "generic-clone-shared"
 )
 
-// Issues lists every Issue.
-var Issues = []Issue{IssueDevmapSameDevice, IssueLiveFramesClone, IssueGenericCloneShared}
+// Issues lists every Issue with the seed whose tests meet it.
+var Issues = map[Issue]Seed{
+	IssueDevmapSameDevice:   Seed004,
+	IssueLiveFramesClone:    Seed004,
+	IssueGenericCloneShared: Seed004,
+}

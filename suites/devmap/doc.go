@@ -43,7 +43,7 @@
 //
 //	seed   debian:5.10  debian:6.1                                                 debian:6.12         debian:7.2          debian:7.3          host:6.18.44-fc-v657
 //	004    absent       present                                                    present             present             present             present
-//	xfail  —            devmap-same-device+live-frames-clone+generic-clone-shared  devmap-same-device  devmap-same-device  devmap-same-device  devmap-same-device
+//	xfail  —            devmap-same-device+generic-clone-shared+live-frames-clone  devmap-same-device  devmap-same-device  devmap-same-device  devmap-same-device
 //
 // Skips are decided by probes and say which: live frames by a
 // BPF_PROG_TEST_RUN with the flag and batch_size 1, BPF_F_BROADCAST by

@@ -57,9 +57,8 @@
 //
 // Expected verdicts per kernel, from kernels/expectations (go test ./kernels -args -update rewrites it):
 //
-//	seed       debian:5.10  debian:6.1                                                 debian:6.12         debian:7.2          debian:7.3          host:6.18.44-fc-v657
-//	000-vhost  absent       absent                                                     absent              absent              present             absent
-//	xfail      —            devmap-same-device+live-frames-clone+generic-clone-shared  devmap-same-device  devmap-same-device  devmap-same-device  devmap-same-device
+//	seed       debian:5.10  debian:6.1  debian:6.12  debian:7.2  debian:7.3  host:6.18.44-fc-v657
+//	000-vhost  absent       absent      absent       absent      present     absent
 //
 // vhost-net is a module on every Debian kernel; this machine's own 6.18 has
 // none, so every test skips there ("kernel lacks vhost-net (open
