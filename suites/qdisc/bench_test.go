@@ -132,7 +132,7 @@ func measure(b *testing.B, r *rig, n int, softirqs bool) {
 	}
 	perPkt := func(d uint64) float64 { return float64(d) / float64(s.a.Received) }
 	sec := elapsed.Seconds()
-	b.ReportMetric(float64(s.a.Received)/sec, "pps")
+	b.ReportMetric(float64(s.a.Received)/sec, "rx-pps")
 	b.ReportMetric(float64(s.a.DeviceDrops+s.a.QdiscDrops+s.a.Uncounted)/sec, "lost/s")
 	if raises != nil {
 		b.ReportMetric(perPkt(count(b, raises)-raises0), "raises/pkt")
