@@ -85,6 +85,7 @@ func cmdCompare(args []string) (int, error) {
 		col.AddConfig(c.Base, out[0])
 		col.AddConfig(c.Patched, out[1])
 		c.Tables = col.Tables()
+		c.Benchmarks = rows(c.Tables)
 		benchstat.FormatText(os.Stdout, c.Tables)
 	}
 	if *markdown != "" {
@@ -109,7 +110,35 @@ type comparison struct {
 	Base, Patched string
 	Seeds         []results.VerdictChange
 	Tests         []results.TestChange
-	Tables        []*benchstat.Table `json:",omitempty"`
+	Benchmarks    []benchRow         `json:",omitempty"`
+	Tables        []*benchstat.Table `json:"-"`
+}
+
+// benchRow is one benchmark and unit of benchstat's tables: the values of
+// each kernel (outliers removed), their means, and the change.
+type benchRow struct {
+	Benchmark, Unit     string
+	Base, Patched       []float64
+	BaseMean, PatchMean float64
+	// Delta is benchstat's change ("-8.67%", or "~" when not
+	// significant), Note its p-value and sample sizes.
+	Delta, Note string
+}
+
+// rows flattens benchstat's tables for JSON.
+func rows(tables []*benchstat.Table) []benchRow {
+	var out []benchRow
+	for _, t := range tables {
+		for _, r := range t.Rows {
+			if len(r.Metrics) < 2 {
+				continue
+			}
+			out = append(out, benchRow{Benchmark: r.Benchmark, Unit: r.Metrics[0].Unit,
+				Base: r.Metrics[0].RValues, Patched: r.Metrics[1].RValues, BaseMean: r.Metrics[0].Mean, PatchMean: r.Metrics[1].Mean,
+				Delta: r.Delta, Note: r.Note})
+		}
+	}
+	return out
 }
 
 // benchRounds runs the benchmarks count times on each kernel, alternating,
