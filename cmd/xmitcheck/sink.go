@@ -208,12 +208,12 @@ func labelled(e results.Event, kernel string) results.Event {
 	return e
 }
 
-// printable replaces control bytes other than newline and tab, which a
-// guest's raw output may carry, so -v output stays text.
+// printable drops control bytes other than newline and tab (test2json's
+// framing bytes, a guest's stray escapes), so -v output stays text.
 func printable(p []byte) []byte {
 	return bytes.Map(func(r rune) rune {
 		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
-			return '?'
+			return -1
 		}
 		return r
 	}, p)

@@ -111,11 +111,17 @@ const (
 	// buffer, so a devmap program that rewrites its copy rewrites them all
 	// (6.1; 6.12 copies a cloned skb before the entry's program).
 	IssueGenericCloneShared Issue = "generic-clone-shared"
+	// IssueQdiscBurstUncounted: frames __dev_xmit_skb() frees with
+	// QDISC_BURST_DROP (defer_list over net.core.qdisc_max_burst, 7.2+)
+	// are in no qdisc or device counter
+	// (docs/findings/qdisc-burst-drop.md).
+	IssueQdiscBurstUncounted Issue = "qdisc-burst-uncounted"
 )
 
 // Issues lists every Issue with the seed whose tests meet it.
 var Issues = map[Issue]Seed{
-	IssueDevmapSameDevice:   Seed004,
-	IssueLiveFramesClone:    Seed004,
-	IssueGenericCloneShared: Seed004,
+	IssueDevmapSameDevice:    Seed004,
+	IssueLiveFramesClone:     Seed004,
+	IssueGenericCloneShared:  Seed004,
+	IssueQdiscBurstUncounted: Seed003,
 }

@@ -1,0 +1,83 @@
+package qdisc
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/netenv"
+)
+
+// maxBurstSysctl bounds q->defer_list: __dev_xmit_skb() frees a frame with
+// SKB_DROP_REASON_QDISC_BURST_DROP when more than this many wait on it.
+// It is global (net_hotdata), in the initial namespace's /proc/sys.
+const maxBurstSysctl = "/proc/sys/net/core/qdisc_max_burst"
+
+// TestBurstDropsCounted: a frame the kernel drops on its way into a qdisc
+// shows in a counter an administrator reads (tc -s qdisc's drops, ip -s
+// link's tx_dropped). With net.core.qdisc_max_burst at 1 and 2×vCPUs
+// senders, __dev_xmit_skb() frees frames with QDISC_BURST_DROP (7.2+); the
+// test counts them on kfree_skb (internal/dropmon) and asks whether the
+// counters have them: sent == received + qdisc drops + device drops. Where
+// the frames missing from that sum are exactly the burst drops, the kernel
+// counts them nowhere: the known issue qdisc-burst-uncounted
+// (docs/findings/qdisc-burst-drop.md), an XFAIL where the expectation
+// allows it. Any other shortfall fails.
+func TestBurstDropsCounted(t *testing.T) {
+	feature.Of(t, feature.Seed003)
+	feature.Require(t, probeDeferList())
+	_, err := dropmon.Reason(feature.DropReasonQdiscBurst)
+	feature.Require(t, err)
+	setMaxBurst(t, 1)
+	e := netenv.New(t)
+	r := vethPath.build(t, e)
+	r.setQdisc(t, "pfifo")
+	assert.Assert(t, r.burst != nil, "the rig counts no burst drops although the kernel has the reason")
+
+	var s state
+	for attempt := 1; ; attempt++ {
+		base, err := r.snap()
+		assert.NilError(t, err)
+		l := startLoad(t, r, loadOpts{senders: 2 * runtime.NumCPU(), stream: uint32(attempt-1) * 8, duration: loadDuration})
+		handed, err := l.wait()
+		assert.NilError(t, err)
+		s, err = r.settle(testContext(t), handed, l.lo, l.hi, base)
+		assert.NilError(t, err)
+		if s.a.Uncounted > 0 {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("no frame was burst-dropped in 3 loads of %v with qdisc_max_burst 1: the test proves nothing (%v)", loadDuration, s)
+		}
+	}
+	a := s.a
+	counted := a.Received + a.QdiscDrops + a.DeviceDrops + a.QdiscBacklog + a.InDevice
+	switch missing := a.Sent - counted; {
+	case missing == 0:
+		t.Logf("every burst drop is in a counter: %v", s)
+	case missing == a.Uncounted:
+		feature.Known(t, feature.IssueQdiscBurstUncounted, fmt.Sprintf("%d of %d frames freed with QDISC_BURST_DROP are in no qdisc or device counter (%v)", missing, a.Sent, s))
+	default:
+		t.Fatalf("the counters miss %d frames, the burst drops are %d: %v", missing, a.Uncounted, s)
+	}
+}
+
+// setMaxBurst sets net.core.qdisc_max_burst for the test and puts it back.
+func setMaxBurst(t *testing.T, n int) {
+	t.Helper()
+	old, err := os.ReadFile(maxBurstSysctl)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(maxBurstSysctl, []byte(strconv.Itoa(n)), 0o644))
+	t.Cleanup(func() {
+		if err := os.WriteFile(maxBurstSysctl, []byte(strings.TrimSpace(string(old))), 0o644); err != nil {
+			t.Errorf("restore %s: %v", maxBurstSysctl, err)
+		}
+	})
+}
