@@ -174,7 +174,7 @@ func (v *vm) supervise(ctx context.Context, s streams, t Timeouts) error {
 			case !v.d.hello && now.Sub(v.start) > t.Boot:
 				v.stop(fmt.Errorf("%w: the guest runner did not start within %v (boot timeout)", ErrCrash, t.Boot))
 			case v.d.hello && now.Sub(lastAct) > t.Idle:
-				v.stop(fmt.Errorf("%w: no output for %v during %s (idle timeout)", ErrCrash, t.Idle, v.d.running()))
+				v.stop(fmt.Errorf("%w: no output for %v during %s: a hang, or a binary that prints only at the end? (see --idle-timeout)", ErrCrash, t.Idle, v.d.running()))
 			case now.Sub(v.start) > t.Overall:
 				v.stop(fmt.Errorf("%w: the run exceeded its overall deadline of %v during %s", ErrCrash, t.Overall, v.d.running()))
 			}

@@ -114,7 +114,7 @@ func runOnHost(ctx context.Context, b Binary, job Job, sink Sink, kmsg *kmsgWatc
 		case s := <-kmsg.C:
 			sink.Splat(s)
 		case <-idle.C:
-			reason = fmt.Errorf("%w: no output for %v while running %s (idle timeout); killed it", ErrCrash, job.Timeouts.Idle, b.Name)
+			reason = fmt.Errorf("%w: no output for %v while running %s: a hang, or a binary that prints only at the end? (see --idle-timeout); killed it", ErrCrash, job.Timeouts.Idle, b.Name)
 			kill()
 		case <-ctx.Done():
 			if reason == nil {

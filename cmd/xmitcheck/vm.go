@@ -29,6 +29,7 @@ type vmFlags struct {
 	idle     time.Duration
 	overall  time.Duration
 	expect   string
+	modprobe listFlag
 	// expectFor, when set, holds a kernel's own --expect (compare).
 	expectFor map[string]string
 }
@@ -43,6 +44,7 @@ func (v *vmFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&v.boot, "boot-timeout", 0, "longest time from qemu start to the guest's first word (0: the backend's, 60s native, 5m vng)")
 	fs.DurationVar(&v.idle, "idle-timeout", 0, "longest time without any output before the run counts as hung (0: 2m)")
 	fs.DurationVar(&v.overall, "timeout", 0, "longest time for one kernel's whole run (0: 30m)")
+	fs.Var(&v.modprobe, "modprobe", "also load these modules (with their dependencies) in the guest, repeatable: --modprobe geneve")
 	fs.StringVar(&v.expect, "expect", "", "what every kernel of the run must show, e.g. 000,003,004 or '!000' (seeds, features, xfail:ISSUE; see kernels/expectations), in place of what the kernel's line in kernels/expectations (else the seeds of "+kernels.ReferenceKernel+") says")
 }
 
@@ -122,7 +124,7 @@ func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, e
 func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary, e feature.Expectation) vmtest.Job {
 	return vmtest.Job{
 		Binaries: bins,
-		Modules:  kernels.GuestModules,
+		Modules:  append(slices.Clone(kernels.GuestModules), v.modprobe...),
 		Env:      guestEnv(k, e),
 		Timeouts: vmtest.Timeouts{Boot: v.boot, Idle: v.idle, Overall: v.overall},
 		Accel:    v.accel,
