@@ -120,12 +120,6 @@ func (e *Env) Do(fn func() error) error {
 	return <-errc
 }
 
-// Sysctl writes a value under /proc/sys inside the namespace, e.g.
-// Sysctl("net/core/somaxconn", "4096").
-func (e *Env) Sysctl(key, value string) error {
-	return e.Do(func() error { return sysctl(key, value) })
-}
-
 func sysctl(key, value string) error {
 	return os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0)
 }

@@ -11,7 +11,7 @@
 // payload and into the metadata), on which device, with which program. A raw
 // tracepoint program counts xdp:xdp_devmap_xmit (sent and dropped per flush);
 // sinks on the destinations' veth peers count what arrived. The expected
-// sequences come from two models (sequence.go): FlushTime, derived from
+// sequences come from two models (model_test.go): FlushTime, derived from
 // kernel/bpf/devmap.c with the seed, and EnqueueTime, before it.
 //
 // Three drivers push frames through the main program (Drivers), on two
