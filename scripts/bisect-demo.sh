@@ -23,7 +23,7 @@ if ! g rev-parse -q --verify refs/tags/demo-bad >/dev/null 2>&1; then
 	src=$("$x" kernels source debian:7.3 "$work")
 	mv "$src" "$repo"
 	g init -q
-	g add -A
+	g add -A -f # Debian's tree ignores its own top level (.gitignore: "/*")
 	g commit -qm "linux-source-7.3 as Debian ships it"
 	g tag demo-good
 	note() { printf '\n%s\n' "$2" >>"$repo/$1"; g commit -qam "$3"; }
