@@ -38,7 +38,7 @@ if ! g rev-parse -q --verify refs/tags/demo-bad >/dev/null 2>&1; then
 	note Documentation/networking/index.rst ".. and another" "Documentation: another harmless change"
 fi
 
-g bisect reset -q >/dev/null 2>&1 || true
+g bisect reset >/dev/null 2>&1 || true
 g checkout -q master 2>/dev/null || g checkout -q main
 g bisect start HEAD demo-good
 start=$(date +%s)
@@ -47,7 +47,7 @@ took=$(( $(date +%s) - start ))
 found=$(g rev-parse refs/bisect/bad)
 want=$(g rev-parse demo-bad)
 g bisect log | grep -E '^# (good|bad|skip)' || true
-g bisect reset -q
+g bisect reset >/dev/null
 if [ "$found" != "$want" ]; then
 	echo "bisect-demo: FAIL: bisect named $found, the bad commit is $want" >&2
 	exit 1
