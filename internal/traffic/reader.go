@@ -88,37 +88,6 @@ func (r *Reader) Drain(quiet time.Duration) (int, error) {
 	}
 }
 
-// ReadUntil reads frames as they come until stop is closed, waiting in the
-// runtime's poller instead of with a deadline per frame, so it costs little
-// more than its read(2) calls. Other goroutines may call Total meanwhile;
-// Seen and Streams belong to it until it returns.
-func (r *Reader) ReadUntil(stop <-chan struct{}) error {
-	if err := r.f.SetReadDeadline(time.Time{}); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-stop:
-			r.f.SetReadDeadline(time.Now())
-		case <-done:
-		}
-	}()
-	for {
-		m, err := r.f.Read(r.buf)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := r.record(r.buf[:m]); err != nil {
-			return err
-		}
-	}
-}
-
 // Total is how many frames r has read; safe to call while ReadUntil runs.
 func (r *Reader) Total() uint64 { return r.total.Load() }
 

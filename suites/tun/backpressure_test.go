@@ -12,7 +12,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
 
-// TestBackpressure holds invariants 2-4: with IFF_BACKPRESSURE and a qdisc,
+// TestBackpressure: with IFF_BACKPRESSURE and a qdisc,
 // the produce that fills the ring stops the queue and the qdisc holds what
 // follows (seed 000; and seed 002's "stop at the limit instead of
 // dropping", with the limit R = txqueuelen); with noqueue the flag changes
@@ -37,7 +37,8 @@ func TestBackpressure(t *testing.T) {
 			f := idleFate(o, tc.n)
 			assert.Equal(t, f, fate{ring: tc.ring, backlog: tc.wantBklog, qdiscDrops: tc.wantQDrops}, "model")
 			te := newTap(t, o)
-			res := send(t, te.sender(t, 1), tc.n)
+			s := te.sender(t, 1)
+			res := send(t, s, tc.n)
 			st := te.stopped(t, state{}, f)
 			l := account(res.Sent+res.Refused, 0, st, f.ring)
 			assert.Assert(t, l.Balanced(), "%v", l)
@@ -54,6 +55,8 @@ func TestBackpressure(t *testing.T) {
 			assert.Check(t, is.Equal(got, f.ring+f.backlog), "every frame held is read; %v", l)
 			assert.Check(t, is.Equal(st.Link.TxDropped, uint64(0)), "tun drops; %v", l)
 			assert.Check(t, is.Equal(st.Link.TxPackets, uint64(got)), "tun tx_packets; %v", l)
+			checkStreams(t, l, sentBy(s), r)
+			checkFirst(t, r, 1, f.ring+f.backlog)
 		})
 	}
 
@@ -77,7 +80,8 @@ func TestBackpressure(t *testing.T) {
 			n := 2 * ring
 			f := idleFate(o, n)
 			te := newTap(t, o)
-			res := send(t, te.sender(t, 1), n)
+			s := te.sender(t, 1)
+			res := send(t, s, n)
 			te.stopped(t, state{}, f)
 			r := traffic.NewReader(te.dev.File)
 
@@ -103,6 +107,8 @@ func TestBackpressure(t *testing.T) {
 			assert.Assert(t, l.Balanced(), "%v", l)
 			assert.Check(t, is.Equal(got, n), "%v", l)
 			assert.Check(t, is.Equal(st.Link.TxDropped, uint64(0)), "tun drops; %v", l)
+			checkStreams(t, l, sentBy(s), r)
+			checkFirst(t, r, 1, n)
 		})
 	}
 }

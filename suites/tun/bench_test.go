@@ -2,17 +2,15 @@ package tun
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"gotest.tools/v3/assert"
-
 	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
@@ -22,11 +20,18 @@ import (
 // BenchmarkTap is the table of seed 000 for a tap: 1 and 2 sending
 // threads, one reader, flag off with the qdisc the kernel attaches ("Stock")
 // against flag on with fq_codel ("Patched with fq_codel qdisc"). One op is
-// one frame sent; it reports rx_pps (frames read per second) and lost/s
-// (tun and qdisc drops per second, also apart as tun_lost/s and
-// qdisc_lost/s, which includes QDISC_BURST_DROP before the qdisc) over the time from the first send until every frame was
-// read or counted as dropped. The AF_PACKET senders never block, so with
-// the flag the losses move from tun to the qdisc rather than vanish.
+// one frame sent; it reports tx_pps (frames handed to the kernel per second
+// of sending), rx_pps (frames read per second) and lost/s (tun and qdisc
+// drops per second, also apart as tun_lost/s and qdisc_lost/s, which
+// includes QDISC_BURST_DROP before the qdisc), the last two over the time
+// from the first send until every frame was read or counted as dropped,
+// and tx/cpu_s (frames sent per CPU-second of the whole test process). The
+// senders (traffic.Sender: 64 frames per sendmmsg) never block, so with the
+// flag the losses move from tun to the qdisc rather than vanish. Every
+// stream must arrive in order.
+//
+// testdata/tapbench-compare.sh runs it against the C reference sender
+// (tapbench.c) on the running kernel, interleaved.
 func BenchmarkTap(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		for _, mode := range []string{"flag=off", "flag=on+fq_codel"} {
@@ -51,83 +56,84 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 	base, err := te.state()
 	assert.NilError(b, err)
 
-	var read atomic.Uint64
+	r := traffic.NewReader(te.dev.File)
 	stopRead := make(chan struct{})
 	readErr := make(chan error, 1)
-	go func() { readErr <- readLoop(te.dev.File, stopRead, &read) }()
+	go func() { readErr <- r.ReadUntil(stopRead) }()
 
+	// A P for every goroutine that runs (the senders, the reader, this
+	// one), so that none waits for another's turn, and a thread of its own
+	// for each sender (LockOSThread below), as tapbench.c's threads have.
+	// The reader is not locked: a locked goroutine that parks in the poller
+	// hands its thread over at each wake (measured: 0.1 Mpps read).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), threads+2)))
+	cpu0, err := cpuTime()
+	assert.NilError(b, err)
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
 	var sent atomic.Uint64
+	// The senders take b.N frames a batch at a time from one budget, so
+	// they send side by side until the end, as tapbench.c's threads do.
+	var budget atomic.Int64
+	budget.Store(int64(b.N))
 	sendErr := make(chan error, threads)
-	for i, s := range senders {
-		n := b.N / threads
-		if i == 0 {
-			n += b.N % threads
-		}
+	for _, s := range senders {
 		wg.Go(func() {
-			res, err := s.Send(n)
-			sent.Add(res.Sent + res.Refused)
-			if err != nil {
-				sendErr <- err
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for {
+				n := min(traffic.Batch, int(budget.Add(-traffic.Batch))+traffic.Batch)
+				if n <= 0 {
+					return
+				}
+				res, err := s.Send(n)
+				sent.Add(res.Sent + res.Refused)
+				if err != nil {
+					sendErr <- err
+					return
+				}
 			}
 		})
 	}
 	wg.Wait()
+	sending := time.Since(start)
 	total := sent.Load()
 	st, werr := counters.WaitFor(context.Background(), waitLimit, te.sampler(burst), func(s sample) bool {
-		return s.Q.Qlen == 0 && total == read.Load()+(s.Link.TxDropped-base.Link.TxDropped)+(s.Q.Drops-base.Q.Drops)+s.burst
+		return s.Q.Qlen == 0 && total == r.Total()+(s.Link.TxDropped-base.Link.TxDropped)+(s.Q.Drops-base.Q.Drops)+s.burst
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
+	cpu1, err := cpuTime()
+	assert.NilError(b, err)
 	close(stopRead)
 	assert.NilError(b, <-readErr)
 	close(sendErr)
 	for err := range sendErr {
 		assert.NilError(b, err)
 	}
-	assert.NilError(b, werr, "every frame accounted after the senders stopped")
-
 	tunLost := st.Link.TxDropped - base.Link.TxDropped
-	qdiscLost := st.Q.Drops - base.Q.Drops + st.burst
+	l := counters.Accounting{Sent: total, Received: r.Total(), DeviceDrops: tunLost, QdiscDrops: st.Q.Drops - base.Q.Drops,
+		Uncounted: st.burst, UncountedWhy: burstWhy}
+	assert.NilError(b, werr, "every frame accounted after the senders stopped; %v", l)
+	checkStreams(b, l, sentBy(senders...), r)
+
+	qdiscLost := l.QdiscDrops + l.Uncounted
 	secs := elapsed.Seconds()
-	b.ReportMetric(float64(read.Load())/secs, "rx_pps")
+	b.ReportMetric(float64(total)/sending.Seconds(), "tx-pps")
+	b.ReportMetric(float64(l.Received)/secs, "rx-pps")
 	b.ReportMetric(float64(tunLost+qdiscLost)/secs, "lost/s")
 	b.ReportMetric(float64(tunLost)/secs, "tun_lost/s")
 	b.ReportMetric(float64(qdiscLost)/secs, "qdisc_lost/s")
-	b.Logf("qdisc %s, %d sent, %d read, %d dropped by tun, %d by the qdisc in %v", st.Q.Kind, total, read.Load(), tunLost, qdiscLost, elapsed)
+	b.ReportMetric(float64(total)/(cpu1-cpu0).Seconds(), "tx/cpu_s")
+	b.Logf("qdisc %s, %d sent in %v, %d read, %d dropped by tun, %d by the qdisc in %v; %v of CPU", st.Q.Kind, total, sending, l.Received, tunLost, qdiscLost, elapsed, cpu1-cpu0)
 }
 
-// readLoop reads frames from f until stop is closed, counting them in n. It
-// waits through the runtime poller instead of setting a deadline per frame,
-// so the reader costs little more than its read(2) calls.
-func readLoop(f *os.File, stop <-chan struct{}, n *atomic.Uint64) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
+// cpuTime is the CPU time (user and system) of the whole process so far.
+func cpuTime() (time.Duration, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
 	}
-	go func() {
-		<-stop
-		f.SetReadDeadline(time.Now())
-	}()
-	buf := make([]byte, 2048)
-	for {
-		var m int
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			m, rerr = unix.Read(int(fd), buf)
-			return !errors.Is(rerr, unix.EAGAIN)
-		})
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil
-		}
-		if err = errors.Join(err, rerr); err != nil {
-			return fmt.Errorf("read %s: %w", f.Name(), err)
-		}
-		if _, _, err := traffic.Parse(buf[:m]); err != nil {
-			return err
-		}
-		n.Add(1)
-	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -76,7 +76,7 @@ func (m *mqTap) waitQueues(t *testing.T, what string, ok func(queueState) bool) 
 	return s
 }
 
-// TestMultiQueue holds the multi-queue part of invariant 5: one queue whose
+// TestMultiQueue is the no-stall rule per queue: one queue whose
 // ring is full (stopped, with the flag) does not block the other, and a
 // queue detached and re-attached while stopped leaves nothing stalled.
 func TestMultiQueue(t *testing.T) {
@@ -115,6 +115,9 @@ func TestMultiQueue(t *testing.T) {
 			assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 			assert.Check(t, is.Equal(got0, f.ring+f.backlog), "%v", l)
 			assert.Check(t, is.Equal(r0.Seen[0], uint64(got0)), "queue 0 got only stream 0: %v", r0.Seen)
+			checkStreams(t, l, sentBy(s0, s1), r0, r1)
+			checkFirst(t, r0, 0, f.ring+f.backlog)
+			checkFirst(t, r1, 1, f.ring+f.backlog)
 		})
 	}
 
@@ -156,6 +159,7 @@ func TestMultiQueue(t *testing.T) {
 			assert.Check(t, is.Equal(extra, 0), "%v", l)
 			assert.Check(t, is.Equal(r1.Seen[0], uint64(f.backlog+k)), "file 1 (now queue 0) gets txq 0's old backlog and stream 0: %v", r1.Seen)
 			assert.Check(t, is.Equal(r0.Seen[1], uint64(k)), "file 0 (now queue 1) gets stream 1: %v", r0.Seen)
+			checkStreams(t, l, sentBy(s0, s1), r0, r1)
 		})
 	}
 }

@@ -41,7 +41,7 @@ func (te *tapEnv) refill(t *testing.T, s *traffic.Sender, r *traffic.Reader, n i
 	return res.Sent + res.Refused, f
 }
 
-// TestNoStall holds invariant 5: whatever happens to a tap whose ring is
+// TestNoStall: whatever happens to a tap whose ring is
 // full (and, with the flag, whose queue is stopped), the queue comes back,
 // each step bounded by a deadline. Frames the kernel frees without a counter
 // are named in the ledger's "uncounted".
@@ -53,7 +53,8 @@ func TestNoStall(t *testing.T) {
 			n := o.ring + 200
 			f := idleFate(o, n)
 			te := newTap(t, o)
-			res := send(t, te.sender(t, 1), n)
+			s := te.sender(t, 1)
+			res := send(t, s, n)
 			te.stopped(t, state{}, f)
 			r := traffic.NewReader(te.dev.File)
 			readExactly(t, r, f.ring+f.backlog)
@@ -63,6 +64,8 @@ func TestNoStall(t *testing.T) {
 			assert.Assert(t, l.Balanced(), "%v", l)
 			assert.Check(t, is.Equal(got, f.ring+f.backlog), "%v", l)
 			assert.Check(t, is.Equal(st.Link.TxDropped, uint64(f.tunDrops)), "%v", l)
+			checkStreams(t, l, sentBy(s), r)
+			checkFirst(t, r, 1, f.ring+f.backlog)
 		})
 	}
 
@@ -82,7 +85,8 @@ func TestNoStall(t *testing.T) {
 			n := o.ring + 40
 			f := idleFate(o, n)
 			te := newTap(t, o)
-			res := send(t, te.sender(t, 1), n)
+			s1 := te.sender(t, 1)
+			res := send(t, s1, n)
 			te.stopped(t, state{}, f)
 
 			// Down resets the qdisc (its backlog is freed uncounted) and
@@ -93,13 +97,15 @@ func TestNoStall(t *testing.T) {
 			r := traffic.NewReader(te.dev.File)
 			readExactly(t, r, f.ring)
 			// The old socket holds ENETDOWN from the down event: a new one.
-			sent2, f2 := te.refill(t, te.sender(t, 2), r, n)
+			s2 := te.sender(t, 2)
+			sent2, f2 := te.refill(t, s2, r, n)
 
 			st, err := te.state()
 			assert.NilError(t, err)
 			l := account(res.Sent+res.Refused+sent2, f.ring+f2.ring+f2.backlog, st, 0)
 			l.Uncounted, l.UncountedWhy = uint64(f.backlog), "qdisc reset at link down"
 			assert.Assert(t, l.Balanced(), "%v", l)
+			checkStreams(t, l, sentBy(s1, s2), r)
 		})
 	}
 
@@ -143,6 +149,7 @@ func TestNoStall(t *testing.T) {
 			l.Uncounted, l.UncountedWhy = uint64(f.ring), "ring purged when its last file closed"
 			assert.Assert(t, l.Balanced(), "%v", l)
 			assert.Check(t, is.Equal(st.Link.TxDropped, uint64(dropped+f2.tunDrops)), "%v", l)
+			checkStreams(t, l, sentBy(s), r)
 		})
 	}
 }
@@ -194,4 +201,5 @@ func txqlenChange(t *testing.T, flags uint16, newRing int) {
 	l.Uncounted, l.UncountedWhy = uint64(f.ring-kept), "ring shrunk by txqueuelen"
 	assert.Assert(t, l.Balanced(), "%v", l)
 	assert.Check(t, is.Equal(got, kept+moved+backlog), "%v", l)
+	checkStreams(t, l, sentBy(s), r)
 }

@@ -2,21 +2,18 @@ package tun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
 
 const (
@@ -24,19 +21,27 @@ const (
 	raceFor = 2 * time.Second
 	// progressEvery is the window in which the reader must get a frame.
 	progressEvery = 500 * time.Millisecond
-	// dropBudget bounds tun drops per frame sent with backpressure: the
-	// seed measured 391 lost/s at 1.081 Mpps with 2 threads (~0.04 %);
-	// TCG guests on shared cores race more, so allow 0.5 %.
-	dropBudget = 0.005
+	// raceTunDrops is how many frames tun may drop with backpressure:
+	// none. Measured on debian:7.3 (7.3.4-1~bpo13+1) on 2026-12-01, 12 runs
+	// each of threads=2 and threads=4 (TCG, 2 vCPUs, senders of 64 frames
+	// per sendmmsg, 0.20-0.54 M frames sent per run, 10.45 M in all): 0
+	// tun drops in every run, worst case 0 (the qdisc dropped 48-84 % of
+	// the frames: the senders never wait). The seed expects rare FULL_RING
+	// drops from LLTX races (391 lost/s of 1.08 Mpps with 2 threads), but
+	// AF_PACKET senders cannot race on a one-queue tap: every frame passes
+	// the root qdisc, and only the CPU that owns the qdisc's run
+	// (qdisc_run_begin) calls tun_net_xmit, so two produces never meet on
+	// the ring. Senders that skip the qdisc (pktgen, PACKET_QDISC_BYPASS)
+	// could; none does here.
+	raceTunDrops = 0
 )
 
-// TestRace holds invariant 6: 2 and 4 sending threads against one reader
+// TestRace: 2 and 4 sending threads against one reader
 // for raceFor. The reader must get frames in every progressEvery window in
-// which the senders sent,
-// every frame must be accounted for once they stop, the kernel must log no
-// splat, and with backpressure tun may drop at most dropBudget of the
-// frames (the races the seed's LLTX comment expects); stock tail-drop has
-// no budget.
+// which the senders sent, every frame must be accounted for once they
+// stop, every stream must arrive in order with its missing frames exactly
+// the ledger's drops, the kernel must log no splat, and with backpressure
+// tun may drop at most raceTunDrops frames; stock tail-drop has no limit.
 func TestRace(t *testing.T) {
 	feature.Of(t, feature.Seed000Tun)
 	for _, threads := range []int{2, 4} {
@@ -67,7 +72,7 @@ func race(t *testing.T, threads int, flags uint16) {
 	for _, s := range senders {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				r, err := s.Send(32)
+				r, err := s.Send(traffic.Batch)
 				sent.Add(r.Sent + r.Refused)
 				if err != nil {
 					sendErr <- err
@@ -79,6 +84,8 @@ func race(t *testing.T, threads int, flags uint16) {
 	stopRead := make(chan struct{})
 	readErr := make(chan error, 1)
 	r := traffic.NewReader(te.dev.File)
+	// probe reads beside r when r seems stuck, without waiting.
+	probe := traffic.NewReader(te.dev.File)
 	go func() {
 		for {
 			select {
@@ -118,7 +125,7 @@ watch:
 			if st.Link.TxPackets == lastDelivered && nowSent > lastSent {
 				what := fmt.Sprintf("no frame delivered in %v while %d were sent and the reader polled %d times: %v",
 					progressEvery, nowSent-lastSent, nowPolls-lastPolls, st)
-				got, err := probeRead(te.dev)
+				got, err := probe.ReadNow()
 				assert.NilError(t, err)
 				read.Add(uint64(got))
 				switch {
@@ -152,38 +159,12 @@ watch:
 	assert.NilError(t, werr, "every frame accounted after the senders stopped; %v", l)
 	assert.Check(t, is.Len(stalls, 0), "the reader stalled: %v", stalls)
 	assert.Assert(t, l.Balanced(), "%v", l)
+	checkStreams(t, l, sentBy(senders...), r, probe)
 	secs := raceFor.Seconds()
 	t.Logf("%d threads: %.0f sent/s, %.0f read/s, %.0f tun drops/s, %.0f qdisc drops/s (%.4f %% tun drops); %v",
 		threads, float64(total)/secs, float64(l.Received)/secs, float64(l.DeviceDrops)/secs, float64(l.QdiscDrops)/secs,
 		100*float64(l.DeviceDrops)/float64(total), l)
 	if o.backpressure() {
-		budget := uint64(dropBudget * float64(total))
-		assert.Check(t, l.DeviceDrops <= budget, "tun drops %d > budget %d (%.1f %% of %d sent); %v",
-			l.DeviceDrops, budget, 100*dropBudget, total, l)
+		assert.Check(t, l.DeviceDrops <= raceTunDrops, "tun drops with backpressure: %d, allowed %d; %v", l.DeviceDrops, raceTunDrops, l)
 	}
-}
-
-// probeRead reads one frame from d without waiting: 1 if there was one,
-// 0 if the ring was empty.
-func probeRead(d *tuntap.Device) (int, error) {
-	rc, err := d.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	buf := make([]byte, 2048)
-	var n int
-	var rerr error
-	if err := rc.Control(func(fd uintptr) { n, rerr = unix.Read(int(fd), buf) }); err != nil {
-		return 0, err
-	}
-	if errors.Is(rerr, unix.EAGAIN) {
-		return 0, nil
-	}
-	if rerr != nil {
-		return 0, fmt.Errorf("read %s: %w", d.Name, rerr)
-	}
-	if _, _, err := traffic.Parse(buf[:n]); err != nil {
-		return 0, err
-	}
-	return 1, nil
 }

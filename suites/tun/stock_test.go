@@ -1,11 +1,13 @@
 package tun
 
 import (
+	"fmt"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
@@ -34,13 +36,16 @@ func TestProbe(t *testing.T) {
 
 // TestClassify reports, for flag on/off x qdisc pfifo/noqueue, whether a
 // tap whose reader is idle holds the frames beyond its ring in the qdisc
-// ("backpressure") or drops them in tun ("taildrop"). It asks for the flag
-// without requiring it, so a kernel that stops the queue without offering
-// the flag (seed 000 as first merged, seed 002) is seen, and fails:
-// backpressure is expected only with the flag, offered, and a qdisc.
+// ("backpressure") or drops them in tun ("taildrop"), then reads what it
+// holds, in order. It asks for the flag without requiring it.
+//
+// Flag off with a qdisc is seed 002's subtest: 002 stops the queue at
+// txqueuelen by default, so "backpressure" there is 002 present, exactly
+// the old tail-drop is 002 absent (feature.Absent), anything else fails.
+// The other three are seed 000's: backpressure only with the flag, offered,
+// and a qdisc.
 func TestClassify(t *testing.T) {
 	feature.Of(t, feature.Seed000Tun)
-	const ring, extra = 16, 32
 	offered := tuntap.ProbeBackpressure() == nil
 	for _, flag := range []bool{false, true} {
 		for _, qdisc := range []string{"pfifo", "noqueue"} {
@@ -49,60 +54,121 @@ func TestClassify(t *testing.T) {
 				name = "flag=on/qdisc=" + qdisc
 			}
 			t.Run(name, func(t *testing.T) {
-				o := tapOpts{ring: ring, loose: true}
+				o := tapOpts{ring: 16, loose: true}
 				if qdisc == "pfifo" {
-					o.limit = 2 * extra
+					o.limit = 64
 				}
 				if flag {
 					o.flags = tuntap.IFFBackpressure
 				}
-				te := newTap(t, o)
-				s := te.sender(t, 1)
-				n := ring + extra
-				var res traffic.Result
-				enetdown := 0
-				for range n {
-					r, err := s.Send(1)
-					if isENETDOWN(err) {
-						enetdown++
-						continue
-					}
-					assert.NilError(t, err)
-					res.Sent += r.Sent
-					res.Refused += r.Refused
+				if !flag && qdisc == "pfifo" {
+					feature.Of(t, feature.Seed002)
+					stopByDefault(t, classify(t, o))
+					return
 				}
-				// Settled: every frame passed the qdisc, sits in it or was
-				// dropped by it (a frame requeued at the stop counts twice,
-				// hence >=), and two samples in a row agree.
-				var prev state
-				settled := te.waitState(t, "frames settled", func(st state) bool {
-					ok := st == prev && (o.limit == 0 || st.Q.Packets+st.Q.Qlen+st.Q.Drops >= uint64(n))
-					prev = st
-					return ok
-				})
-				st := te.holdState(t, "settled counters", func(st state) bool { return st == settled })
-				var got string
-				switch {
-				case st.Link.TxDropped > 0 && st.Q.Qlen == 0:
-					got = "taildrop"
-				case st.Link.TxDropped == 0 && st.Q.Qlen > 0:
-					got = "backpressure"
-				default:
-					got = "mixed"
-				}
+				c := classify(t, o)
 				want := "taildrop"
-				if flag && offered && o.limit > 0 {
+				if flag && offered && qdisc == "pfifo" {
 					want = "backpressure"
 				}
-				t.Logf("behaviour: %s (sent %d, refused %d, ENETDOWN %d; %v)", got, res.Sent, res.Refused, enetdown, st)
-				assert.Check(t, is.Equal(got, want), "flag asked %v, offered %v, qdisc %s", flag, offered, qdisc)
-				assert.Check(t, is.Equal(enetdown, 0), "sendto ENETDOWN: the queue was stopped with no qdisc to hold frames")
+				assert.Check(t, is.Equal(c.shape, want), "flag asked %v, offered %v, qdisc %s; %v", flag, offered, qdisc, c)
+				assert.Check(t, is.Equal(c.enetdown, 0), "sendto ENETDOWN: the queue was stopped with no qdisc to hold frames; %v", c)
 			})
 		}
 	}
 }
 
-// TestTailDrop is invariant 1, the stock behaviour every kernel has with the
+// stopByDefault judges seed 002 on what classify saw with the flag off and
+// a pfifo: the queue stopped at txqueuelen (the qdisc held the rest, tun
+// dropped nothing, every frame was read in order) is 002 present; exactly
+// the tail-drop from before it is 002 absent; anything else is a failure.
+func stopByDefault(t *testing.T, c classified) {
+	t.Helper()
+	extra := uint64(c.n - c.ring)
+	switch {
+	case c.shape == "backpressure" && c.st.Q.Drops == 0 && c.enetdown == 0 && c.read == c.n && readFirst(c.r, 1, c.n):
+		t.Logf("seed 002: the queue stopped at txqueuelen without the flag; %v", c)
+	case c.shape == "taildrop" && c.st.Link.TxDropped == extra && c.st.Q.Drops == 0 && c.res.Refused == 0 &&
+		c.enetdown == 0 && c.read == c.ring && readFirst(c.r, 1, c.ring):
+		feature.Absent(t, feature.Seed002, fmt.Sprintf(
+			"flag off, pfifo: the ring filled at txqueuelen %d, tun tx_dropped grew by %d of %d sent, the qdisc held and dropped none (the queue never stopped), the reader got frames 0-%d",
+			c.ring, extra, c.n, c.ring-1))
+	default:
+		t.Fatalf("flag off, pfifo: neither a queue stopped at txqueuelen nor the old tail-drop: %v", c)
+	}
+}
+
+// classified is what classify saw.
+type classified struct {
+	shape     string // "backpressure", "taildrop" or "mixed"
+	ring, n   int    // txqueuelen, frames sent
+	res       traffic.Result
+	enetdown  int   // sends that got ENETDOWN
+	st        state // settled, before reading
+	read      int   // frames read then
+	r         *traffic.Reader
+	afterRead counters.Accounting
+}
+
+func (c classified) String() string {
+	return fmt.Sprintf("behaviour %s: %d sent (refused %d, ENETDOWN %d), settled at %v; then read %d (%v); ledger after reading: %v",
+		c.shape, c.n, c.res.Refused, c.enetdown, c.st, c.read, c.r.Streams[1], c.afterRead)
+}
+
+// classify sends R+32 frames one by one to an idle reader, lets the
+// counters settle, names the shape, then reads every frame the tap holds
+// and asserts the ledger and the stream's order (fatally: a verdict comes
+// after them).
+func classify(t *testing.T, o tapOpts) classified {
+	t.Helper()
+	te := newTap(t, o)
+	s := te.sender(t, 1)
+	c := classified{ring: o.ring, n: o.ring + 32}
+	for range c.n {
+		r, err := s.Send(1)
+		if isENETDOWN(err) {
+			c.enetdown++
+			continue
+		}
+		assert.NilError(t, err)
+		c.res.Sent += r.Sent
+		c.res.Refused += r.Refused
+	}
+	// Settled: every frame passed the qdisc, sits in it or was dropped by
+	// it (a frame requeued at the stop counts twice, hence >=), and two
+	// samples in a row agree.
+	var prev state
+	settled := te.waitState(t, "frames settled", func(st state) bool {
+		ok := st == prev && (o.limit == 0 || st.Q.Packets+st.Q.Qlen+st.Q.Drops >= uint64(c.n))
+		prev = st
+		return ok
+	})
+	c.st = te.holdState(t, "settled counters", func(st state) bool { return st == settled })
+	switch {
+	case c.st.Link.TxDropped > 0 && c.st.Q.Qlen == 0:
+		c.shape = "taildrop"
+	case c.st.Link.TxDropped == 0 && c.st.Q.Qlen > 0:
+		c.shape = "backpressure"
+	default:
+		c.shape = "mixed"
+	}
+
+	c.r = traffic.NewReader(te.dev.File)
+	c.read = drain(t, c.r)
+	st := te.waitState(t, "empty qdisc", func(s state) bool { return s.Q.Qlen == 0 })
+	// An ENETDOWN frame reached the device with its queue stopped and was
+	// dropped there (tx_dropped): it belongs in the ledger.
+	c.afterRead = account(c.res.Sent+c.res.Refused+uint64(c.enetdown), c.read, st, 0)
+	t.Logf("%v", c)
+	assert.Assert(t, c.afterRead.Balanced(), "%v", c)
+	checkStreams(t, c.afterRead, sentBy(s), c.r)
+	if t.Failed() {
+		t.FailNow()
+	}
+	return c
+}
+
+// TestTailDrop is the stock behaviour every kernel has with the
 // flag off: an idle reader and N > R frames leave exactly R readable, N-R
 // in tx_dropped (each a kfree_skb with reason FULL_RING where the kernel has
 // drop reasons) and nothing in the qdisc.
@@ -130,11 +196,13 @@ func checkTailDrop(t *testing.T, o tapOpts) {
 		w = te.watchDrops(t)
 	}
 	n := o.ring + extra
-	res := send(t, te.sender(t, 1), n)
+	s := te.sender(t, 1)
+	res := send(t, s, n)
 	te.waitState(t, "tail-drop of the frames beyond the ring", func(st state) bool {
 		return st.Link.TxDropped >= extra && st.Q.Qlen == 0
 	})
-	got := drain(t, traffic.NewReader(te.dev.File))
+	r := traffic.NewReader(te.dev.File)
+	got := drain(t, r)
 	st, err := te.state()
 	assert.NilError(t, err)
 	l := account(res.Sent+res.Refused, got, st, 0)
@@ -143,6 +211,8 @@ func checkTailDrop(t *testing.T, o tapOpts) {
 	assert.Check(t, is.Equal(st.Link.TxDropped, uint64(extra)), "tun tx_dropped; %v", l)
 	assert.Check(t, is.Equal(st.Q.Qlen, uint64(0)), "qdisc backlog; %v", l)
 	assert.Check(t, is.Equal(st.Link.TxPackets, uint64(got)), "tun counts tx_packets when a frame is read; %v", l)
+	checkStreams(t, l, sentBy(s), r)
+	checkFirst(t, r, 1, o.ring)
 	if o.limit == 0 {
 		assert.Check(t, is.Equal(res.Refused, uint64(extra)), "with noqueue sendto reports each tun drop as ENOBUFS; %v", l)
 	} else {

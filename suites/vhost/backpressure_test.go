@@ -11,7 +11,7 @@ import (
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
 
-// TestBackpressure is invariant 3 (Linux 7.3, IFF_BACKPRESSURE with a
+// TestBackpressure (Linux 7.3, IFF_BACKPRESSURE with a
 // qdisc): a full ring stops the queue instead of dropping, the backlog
 // waits in the qdisc, and vhost's consumption wakes the queue exactly where
 // tun's rule says (tapModel): after every batch the guest takes, the frames

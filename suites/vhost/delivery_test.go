@@ -11,7 +11,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
-// TestDelivery is invariant 1: frames sent into the tap arrive in the guest's
+// TestDelivery: frames sent into the tap arrive in the guest's
 // buffers intact, in order, none lost, on every kernel with vhost-net, with
 // the flag off and on, and with a guest that uses event indexes, indirect
 // descriptors and mergeable buffers of 40 bytes at once (every frame split

@@ -95,7 +95,7 @@ func (r *rig) load(senders int, duration time.Duration, perSender int, tick time
 	return a, b, took
 }
 
-// TestRace is invariant 5: two senders and a guest that consumes at a
+// TestRace: two senders and a guest that consumes at a
 // steady rate, for a bounded time. Afterwards the queue is not stalled
 // (the guest drains everything), the ledger balances exactly, and the
 // kernel has no new splat taint.

@@ -33,7 +33,7 @@ func stoppedWithBatch(t *testing.T, n int) (*rig, uint64, *receiver) {
 	return r, sent, rv
 }
 
-// TestNoStall is invariant 4: no way of taking vhost away from a stopped
+// TestNoStall: no way of taking vhost away from a stopped
 // queue loses frames or leaves the queue stopped for good.
 func TestNoStall(t *testing.T) {
 	feature.Of(t, feature.Seed000Vhost)

@@ -9,7 +9,7 @@ import (
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
 
-// TestStock is invariant 2, the behaviour seed 000 keeps without the flag:
+// TestStock is the behaviour seed 000 keeps without the flag:
 // a guest that posts no buffers lets vhost take one batch (at most 64) out
 // of the tap's ring, the ring fills, and tun tail-drops the rest
 // (tx_dropped). Once the guest posts buffers it gets exactly what the
