@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/heartbeat"
 )
 
 // BuildOptions says which kernel to build from source.
@@ -375,21 +377,9 @@ func (m *maker) heartbeat() (stop func()) {
 	if m.progress == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	start := time.Now()
-	go func() {
-		t := time.NewTicker(30 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				note(m.progress, "build: %v, %s", time.Since(start).Round(time.Second), strings.TrimSpace(tail(m.logPath, 1)))
-			}
-		}
-	}()
-	return func() { close(done) }
+	return heartbeat.Start(30*time.Second, func(elapsed time.Duration) {
+		note(m.progress, "build: %v, %s", elapsed, strings.TrimSpace(tail(m.logPath, 1)))
+	})
 }
 
 // configure makes out/.config: defconfig, kvm_guest.config, the suites'

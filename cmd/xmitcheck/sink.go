@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/heartbeat"
 	"github.com/xmitcheck/xmitcheck/internal/results"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
@@ -47,26 +48,15 @@ type resultSink struct {
 // heartbeat says every period which test runs, so a long run shows life
 // where there is no terminal. The returned func stops it.
 func (s *resultSink) heartbeat(period time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				s.mu.Lock()
-				what := "booting"
-				if rt := s.run.Running(); rt != nil {
-					what = shortName(rt.Package) + " " + rt.Name
-				}
-				s.mu.Unlock()
-				fmt.Fprintf(s.progress, "xmitcheck: %s: %v, running %s\n", s.kernel, time.Since(s.started).Round(time.Second), what)
-			}
+	return heartbeat.Start(period, func(time.Duration) {
+		s.mu.Lock()
+		what := "booting"
+		if rt := s.run.Running(); rt != nil {
+			what = shortName(rt.Package) + " " + rt.Name
 		}
-	}()
-	return func() { close(done) }
+		s.mu.Unlock()
+		fmt.Fprintf(s.progress, "xmitcheck: %s: %v, running %s\n", s.kernel, time.Since(s.started).Round(time.Second), what)
+	})
 }
 
 // shortName is a package path from "suites/" on.
