@@ -67,6 +67,9 @@ func cmdMatrix(args []string) (int, error) {
 		return 0, fmt.Errorf("output folder: %w", err)
 	}
 	defer os.RemoveAll(tmpOut)
+	if err := os.Chmod(tmpOut, 0o755); err != nil {
+		return 0, err
+	}
 
 	fmt.Fprintf(progress(), "xmitcheck: matrix of %d kernels, %d at once (kernels ready in %v)\n", len(ks), *jobs, fetched.Round(time.Second))
 	runs := make([]*results.Run, len(ks))
