@@ -192,3 +192,12 @@ func TestBenchmarksPassWithTheirPackage(t *testing.T) {
 	assert.Check(t, is.DeepEqual(r.Counts(), Tally{Pass: 1}))
 	assert.Check(t, is.DeepEqual(r.BenchmarkLines(), []string{"BenchmarkTap-2 \t 1000\t 12 ns/op\t 34 rx-pps"}))
 }
+
+// TestSummaryNamesSkips: the summary names every skipped and xfail test by
+// its reason, not only their number.
+func TestSummaryNamesSkips(t *testing.T) {
+	var b bytes.Buffer
+	WriteSummary(&b, []*Run{sample()})
+	assert.Check(t, is.Contains(b.String(), "  xfail 1: known kernel issue: suites/tun.TestKnown/SameDevice\n"))
+	assert.Check(t, is.Contains(b.String(), "  skip 1: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80): suites/tun.TestFlag\n"))
+}

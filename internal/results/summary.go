@@ -36,11 +36,47 @@ func WriteSummary(w io.Writer, runs []*Run) {
 			timing = fmt.Sprintf(" (%s, boot-to-first-test %v, total %v)", cmp.Or(r.Accel, "no VM"), r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
 		}
 		fmt.Fprintf(w, "%s: %v%s\n", r.Kernel, c, timing)
+		writeReasons(w, r)
 		if r.Err != nil {
 			fmt.Fprintf(w, "%s: %v\n", r.Kernel, r.Err)
 		}
 	}
 	fmt.Fprintln(w, total)
+}
+
+// writeReasons names every skipped and xfail leaf test of the run, grouped
+// by reason (the probe that decided a skip, the defect an XFAIL saw).
+func writeReasons(w io.Writer, r *Run) {
+	for _, st := range []Status{XFail, Skip} {
+		byReason := map[string][]string{}
+		var reasons []string
+		for _, t := range r.Tests {
+			if t.Status != st || t.Name == "" || r.hasChildren(t) {
+				continue
+			}
+			why := reasonKey(strings.TrimPrefix(t.Reason(), "XFAIL "))
+			if byReason[why] == nil {
+				reasons = append(reasons, why)
+			}
+			byReason[why] = append(byReason[why], shortPackage(t.Package)+"."+t.Name)
+		}
+		for _, why := range reasons {
+			fmt.Fprintf(w, "  %s %d: %s: %s\n", st, len(byReason[why]), why, strings.Join(byReason[why], " "))
+		}
+	}
+}
+
+// reasonKey is a reason up to its first ": " (a known issue's name, an
+// absent seed), so tests with one cause and different figures group
+// together; a long reason without one is cut.
+func reasonKey(why string) string {
+	if i := strings.Index(why, ": "); i > 0 && i < 80 {
+		return why[:i]
+	}
+	if len(why) > 160 {
+		return why[:160] + "…"
+	}
+	return why
 }
 
 // WriteVerdicts writes the verdict table (a row per seed, a column per
