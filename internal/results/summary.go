@@ -66,11 +66,11 @@ func writeReasons(w io.Writer, r *Run) {
 	}
 }
 
-// reasonKey is a reason up to its first ": " (a known issue's name, an
-// absent seed), so tests with one cause and different figures group
+// reasonKey is a reason up to its first ": " outside parentheses (a known
+// issue's name, an absent seed), so tests with one cause and different figures group
 // together; a long reason without one is cut.
 func reasonKey(why string) string {
-	if i := strings.Index(why, ": "); i > 0 && i < 80 {
+	if i := strings.Index(why, ": "); i > 0 && i < 80 && !strings.Contains(why[:i], "(") {
 		return why[:i]
 	}
 	if len(why) > 160 {
