@@ -18,7 +18,7 @@ import (
 type cpioWriter struct {
 	w   io.Writer
 	ino uint32
-	// dirs are the directories CopyAt has made.
+	// dirs are the directories the archive has.
 	dirs map[string]bool
 }
 
@@ -54,6 +54,10 @@ func (c *cpioWriter) pad(n int) error {
 
 // Dir adds a directory.
 func (c *cpioWriter) Dir(name string) error {
+	if c.dirs == nil {
+		c.dirs = map[string]bool{}
+	}
+	c.dirs[name] = true
 	return c.header(name, cpioDir|0o755, 0, 0, 0)
 }
 
@@ -104,15 +108,11 @@ func (c *cpioWriter) Copy(name string, perm uint32, src string) error {
 // after the directories above it that the archive lacks.
 func (c *cpioWriter) CopyAt(path string, perm uint32) error {
 	name := strings.TrimPrefix(filepath.Clean(path), "/")
-	if c.dirs == nil {
-		c.dirs = map[string]bool{}
-	}
 	var missing []string
 	for d := filepath.Dir(name); d != "." && !c.dirs[d]; d = filepath.Dir(d) {
 		missing = append(missing, d)
 	}
 	for _, d := range slices.Backward(missing) {
-		c.dirs[d] = true
 		if err := c.Dir(d); err != nil {
 			return err
 		}
