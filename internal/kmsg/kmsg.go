@@ -20,8 +20,10 @@ import (
 // netMarks are log texts that are no report of their own but mean the
 // transmit path went wrong, or that a lockup detector fired: a stalled tx
 // queue (dev_watchdog), a stopped queue without a qdisc (__dev_queue_xmit's
-// "asks to queue packet"), soft and hard lockups.
-var netMarks = []string{"NETDEV WATCHDOG", "asks to queue packet", "soft lockup", "hard LOCKUP"}
+// "asks to queue packet"), a device whose references leaked
+// (netdev_wait_allrefs' "unregister_netdevice: waiting for"), soft and hard
+// lockups.
+var netMarks = []string{"NETDEV WATCHDOG", "asks to queue packet", "unregister_netdevice: waiting for", "soft lockup", "hard LOCKUP"}
 
 // splatTaints are the taint bits a splat sets (include/linux/panic.h):
 // TAINT_BAD_PAGE (5), TAINT_DIE (7), TAINT_WARN (9), TAINT_SOFTLOCKUP (14).

@@ -15,3 +15,8 @@ func TestSplat(t *testing.T) {
 	_, ok = splatMessage("4,1236,5680,-;NETDEV WATCHDOG: tap0 (tun): transmit queue 0 timed out 5000 ms\n")
 	assert.Assert(t, ok, "a stalled tx queue is a splat for the transmit path")
 }
+
+func TestLeakedDeviceIsASplat(t *testing.T) {
+	_, ok := splatMessage("0,1237,5681,-;unregister_netdevice: waiting for tap0 to become free. Usage count = 2\n")
+	assert.Assert(t, ok, "a device whose references leaked is a splat for the transmit path")
+}

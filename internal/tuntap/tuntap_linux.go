@@ -106,6 +106,12 @@ func (d *Device) setQueue(flag uint16) error {
 	return nil
 }
 
+// SetOffload tells the device which offloads its reader takes
+// (TUNSETOFFLOAD, TunF* flags); the device's features follow.
+func (d *Device) SetOffload(flags int) error {
+	return d.ioctlInt(unix.TUNSETOFFLOAD, flags, "TUNSETOFFLOAD")
+}
+
 // SetVnetHdrSize sets the virtio-net header size (TUNSETVNETHDRSZ).
 func (d *Device) SetVnetHdrSize(n int) error {
 	return d.ioctlPtrInt(unix.TUNSETVNETHDRSZ, n, "TUNSETVNETHDRSZ")
@@ -129,7 +135,8 @@ func (d *Device) ioctlIfreq(req uint, ifr *unix.Ifreq) error {
 	return ierr
 }
 
-// ioctlInt passes an int by value (TUNSETPERSIST takes its argument so).
+// ioctlInt passes an int by value (TUNSETPERSIST and TUNSETOFFLOAD take
+// their argument so).
 func (d *Device) ioctlInt(req uint, v int, name string) error {
 	rc, err := d.SyscallConn()
 	if err != nil {

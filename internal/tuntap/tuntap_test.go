@@ -45,3 +45,27 @@ func TestProbeBackpressureAgreesWithTUNGETIFF(t *testing.T) {
 	kept := flags&IFFBackpressure != 0
 	assert.Check(t, is.Equal(kept, probe == nil), "TUNGETFEATURES says %v, TUNGETIFF flags %#x", probe, flags)
 }
+
+func TestVnetHdrRoundTrip(t *testing.T) {
+	h := VnetHdr{Flags: VnetHdrFNeedsCsum, GSOType: VnetHdrGSOTCPv4, HdrLen: 54, GSOSize: 60, CsumStart: 34, CsumOffset: 16}
+	b := h.Append(nil)
+	assert.Check(t, is.DeepEqual(b, []byte{1, 1, 54, 0, 60, 0, 34, 0, 16, 0}))
+	got, rest, err := ParseVnetHdr(append(b, 0xaa), VnetHdrLen)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(got, h))
+	assert.Check(t, is.DeepEqual(rest, []byte{0xaa}))
+	_, rest, err = ParseVnetHdr(append(b, 0, 0, 0xbb), 12)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(rest, []byte{0xbb}), "a 12-byte header (num_buffers) is skipped whole")
+	_, _, err = ParseVnetHdr(b[:9], VnetHdrLen)
+	assert.Check(t, is.ErrorContains(err, "9 bytes"))
+}
+
+func TestParsePI(t *testing.T) {
+	pi, rest, err := ParsePI([]byte{0, 0, 0x88, 0xb5, 0xcc})
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(pi, PI{Proto: 0x88b5}))
+	assert.Check(t, is.DeepEqual(rest, []byte{0xcc}))
+	_, _, err = ParsePI([]byte{0, 0, 0x88})
+	assert.Check(t, is.ErrorContains(err, "3 bytes"))
+}

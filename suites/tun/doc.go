@@ -37,9 +37,13 @@
 //	TestBackpressure/StopAtLimit   the produce that fills the ring stops the queue; the qdisc holds the rest
 //	TestBackpressure/NoqueueKeepsTailDrop  no qdisc: tail-drop as before
 //	TestBackpressure/WakeHysteresis  the reader wakes the queue at ring/2 consumed, not before
-//	TestNoStall, TestMultiQueue    no queue stays stopped: every frame arrives, per queue
+//	TestNoStall, TestMultiQueue    no queue stays stopped: every frame arrives; each queue stops and wakes on its own
 //	TestRace                       several senders: the ledger balances, no tun drop with the flag
 //	TestPacing                     a blocking sender with a small send buffer: what waits, what drops
+//	TestModes/*                    the same sequence on tun (with and without packet info), with NAPI, with
+//	                               virtio-net headers, and with TCP packets over the MTU, whole (TSO) or segmented
+//	TestTeardown/*                 a stopped tap closed, detached, deleted, or its namespace deleted, in rounds:
+//	                               every frame it held freed exactly once, no socket left, no step that hangs
 //
 // Expected verdicts per kernel, from kernels/expectations (go test ./kernels -args -update rewrites it):
 //
@@ -79,6 +83,38 @@
 // that fills before the buffer drops and refuses instead, the sender does
 // not wait (qdisc_fills_first); with the flag off tun tail-drops and the
 // sender never waits (stock).
+//
+// TestModes runs the sequence of TestBackpressure (R+40 frames to an idle
+// reader, then every frame read) stock and with the flag on IFF_TUN devices
+// (reads with struct tun_pi, or with IFF_NO_PI none), IFF_NAPI and
+// IFF_NAPI_FRAGS taps (they change how written packets enter the stack, not
+// the transmit path), and IFF_VNET_HDR taps, whose reads carry a
+// virtio_net_hdr: checked and stripped by an entryReader, which passes the
+// frames to a traffic.Reader. Its gso subtests send TCP/IPv4 packets of 25
+// frames (1,554 bytes, over the MTU) whose virtio_net_hdr asks for
+// segmentation (gsoSender, AF_PACKET with PACKET_VNET_HDR, as a guest's
+// packet forwarded by its VMM): a tap offering TSO takes them whole, one
+// ring entry each; one that does not gets their segments, and the R-th
+// segment stops the queue in the middle of a packet, whose other segments
+// the qdisc requeues (newGSOFate models both, to the qdisc's qlen and
+// requeues).
+//
+// TestTeardown tears a tap down while its queue is stopped with R frames
+// in the ring and 24 in the qdisc, in as many rounds as start within 1.5 s
+// (at most 20): closing the only queue file or detaching one of two
+// stopped queues (each also with IFF_NAPI|IFF_NAPI_FRAGS, whose instance
+// the teardown disables and deletes), deleting the link over netlink, and
+// deleting the namespace the tap was moved to (its queue file open
+// elsewhere). Every step is bounded;
+// the frames the teardown frees are the ledger's "uncounted", with the
+// number the test left there; a kfree_skb counter on the tap (dropmon, all
+// reasons) must count exactly the frames not read, and the namespace that
+// opened the queue files must have exactly its sockets again after each
+// round (sockstat "sockets: used": a queue file is a socket, and a sender
+// stays one while a frame of it is not freed). With backpressure a deleted
+// namespace outlives every handle while its stopped qdisc holds frames of
+// its sockets, until the reader has moved the last of them into the ring;
+// stock, it goes at once.
 //
 // TestRace allows no tun drop with backpressure: none in 24 runs measured on
 // 7.3 (race_test.go says why AF_PACKET senders cannot race on the ring).

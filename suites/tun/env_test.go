@@ -40,8 +40,11 @@ type tapOpts struct {
 	limit uint32 // pfifo limit P of the root qdisc; 0 means noqueue
 	// root, when set, replaces the pfifo/noqueue choice: "default" keeps
 	// the qdisc the kernel attached, "fq_codel" installs fq_codel.
-	root  string
-	flags uint16 // TUNSETIFF flags beyond IFF_TAP|IFF_NO_PI
+	root string
+	// kind is the device's TUNSETIFF kind: IFF_TAP or IFF_TUN, with
+	// IFF_NO_PI or without; 0 means IFF_TAP|IFF_NO_PI.
+	kind  uint16
+	flags uint16 // TUNSETIFF flags beyond the kind
 	// loose asks for flags without requiring the kernel to keep them:
 	// the classifier observes what a kernel does with a flag it ignores.
 	loose bool
@@ -69,13 +72,28 @@ func requireBackpressure(t testing.TB) {
 // the root qdisc. The first queue file is te.dev.
 func newTap(t testing.TB, o tapOpts) *tapEnv {
 	t.Helper()
+	return newTapIn(t, netenv.New(t), o)
+}
+
+// newTapIn is newTap in the namespace e, which outlives the tap when e
+// belongs to a parent test.
+func newTapIn(t testing.TB, e *netenv.Env, o tapOpts) *tapEnv {
+	t.Helper()
 	if o.backpressure() && !o.loose {
 		requireBackpressure(t)
 	}
-	e := netenv.New(t)
 	kmsg.Watch(t)
 	te := &tapEnv{e: e, opts: o}
 	te.dev = te.open(t, o.flags, !o.loose)
+	te.setUp(t)
+	return te
+}
+
+// setUp finds the tap in te.e, sizes its ring, sets it up and installs the
+// root qdisc of te.opts.
+func (te *tapEnv) setUp(t testing.TB) {
+	t.Helper()
+	e, o := te.e, te.opts
 	l := e.Link(t, tapName)
 	te.ifindex = l.Attrs().Index
 	assert.NilError(t, e.Handle.LinkSetTxQLen(l, o.ring), "set txqueuelen of %s to %d", tapName, o.ring)
@@ -89,16 +107,19 @@ func newTap(t testing.TB, o tapOpts) *tapEnv {
 	default:
 		e.Pfifo(t, l, o.limit)
 	}
-	return te
 }
 
 // open attaches one more file to the tap with flags and, when strict,
 // checks the kernel kept them (older kernels drop IFF_BACKPRESSURE silently).
 func (te *tapEnv) open(t testing.TB, flags uint16, strict bool) *tuntap.Device {
 	t.Helper()
+	kind := te.opts.kind
+	if kind == 0 {
+		kind = tuntap.IFFTap | tuntap.IFFNoPI
+	}
 	var d *tuntap.Device
 	assert.NilError(t, te.e.Do(func() (err error) {
-		d, err = tuntap.Open(tapName, tuntap.IFFTap|tuntap.IFFNoPI|flags)
+		d, err = tuntap.Open(tapName, kind|flags)
 		return err
 	}))
 	t.Cleanup(func() { d.Close() })
@@ -219,9 +240,17 @@ func account(sent uint64, read int, s state, inRing int) counters.Accounting {
 	}
 }
 
+// queueReader reads a queue file: a *traffic.Reader, or an entryReader
+// where each read carries more than a frame. Both count what they read in
+// ring entries, one read each.
+type queueReader interface {
+	Read(n int, wait time.Duration) (int, error)
+	Drain(quiet time.Duration) (int, error)
+}
+
 // drain reads from d until no frame comes for quiet, failing on anything
 // that is not an xmitcheck frame.
-func drain(t testing.TB, r *traffic.Reader) int {
+func drain(t testing.TB, r queueReader) int {
 	t.Helper()
 	n, err := r.Drain(quiet)
 	assert.NilError(t, err, "reading the tap after %d frames", n)
@@ -229,7 +258,7 @@ func drain(t testing.TB, r *traffic.Reader) int {
 }
 
 // readExactly reads n frames, each within waitLimit.
-func readExactly(t testing.TB, r *traffic.Reader, n int) {
+func readExactly(t testing.TB, r queueReader, n int) {
 	t.Helper()
 	got, err := r.Read(n, waitLimit)
 	assert.NilError(t, err)
@@ -257,8 +286,15 @@ func (te *tapEnv) stopped(t testing.TB, base state, f fate) state {
 // span is the sequence numbers [from, to) a sender used for its stream.
 type span struct{ from, to uint64 }
 
+// numbered is a sender of sequence-numbered frames (traffic.Sender,
+// gsoSender).
+type numbered interface {
+	Stream() uint32
+	Next() uint64
+}
+
 // sentBy is what each sender numbered, from its first frame on.
-func sentBy(ss ...*traffic.Sender) map[uint32]span {
+func sentBy[S numbered](ss ...S) map[uint32]span {
 	m := map[uint32]span{}
 	for _, s := range ss {
 		m[s.Stream()] = span{0, s.Next()}

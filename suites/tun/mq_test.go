@@ -3,6 +3,7 @@ package tun
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"gotest.tools/v3/assert"
@@ -26,10 +27,16 @@ type mqTap struct {
 
 func newMQTap(t *testing.T, o tapOpts) *mqTap {
 	t.Helper()
+	return newMQTapIn(t, netenv.New(t), o)
+}
+
+// newMQTapIn is newMQTap in the namespace e.
+func newMQTapIn(t *testing.T, e *netenv.Env, o tapOpts) *mqTap {
+	t.Helper()
 	if o.backpressure() {
 		requireBackpressure(t)
 	}
-	te := &tapEnv{e: netenv.New(t), opts: o}
+	te := &tapEnv{e: e, opts: o}
 	kmsg.Watch(t)
 	m := &mqTap{tapEnv: te}
 	for i := range m.q {
@@ -76,9 +83,25 @@ func (m *mqTap) waitQueues(t *testing.T, what string, ok func(queueState) bool) 
 	return s
 }
 
+// holdQueues checks that ok keeps accepting the queues' state for holdFor.
+func (m *mqTap) holdQueues(t *testing.T, what string, ok func(queueState) bool) queueState {
+	t.Helper()
+	end := time.Now().Add(holdFor)
+	for {
+		qs, err := m.queueState()
+		assert.NilError(t, err)
+		assert.Assert(t, ok(qs), "%s did not hold: %v", what, qs)
+		if time.Now().After(end) {
+			return qs
+		}
+		time.Sleep(counters.PollInterval)
+	}
+}
+
 // TestMultiQueue is the no-stall rule per queue: one queue whose
-// ring is full (stopped, with the flag) does not block the other, and a
-// queue detached and re-attached while stopped leaves nothing stalled.
+// ring is full (stopped, with the flag) does not block the other, each
+// queue stops and wakes on its own, and a queue detached and re-attached
+// while stopped leaves nothing stalled.
 func TestMultiQueue(t *testing.T) {
 	feature.Of(t, feature.Seed000Tun)
 	for _, v := range variants {
@@ -120,6 +143,57 @@ func TestMultiQueue(t *testing.T) {
 			checkFirst(t, r1, 1, f.ring+f.backlog)
 		})
 	}
+
+	// Each queue stops and wakes on its own: with both stopped, the R/2-th
+	// read from file 1 wakes txq 1 alone (R/2 frames move from its qdisc,
+	// txq 0's backlog stays), and then the R/2-th read from file 0 wakes
+	// txq 0 alone. Before that, frames for queue 1 pass while queue 0 is
+	// stopped.
+	t.Run("WakesOnItsOwn/backpressure", func(t *testing.T) {
+		o := tapOpts{ring: 16, limit: 1000, flags: tuntap.IFFBackpressure}
+		m := newMQTap(t, o)
+		n := o.ring + 24
+		f := idleFate(o, n)
+		s0, s1 := m.sender(t, 0), m.sender(t, 1)
+		res0 := send(t, s0, n)
+		m.waitQueues(t, "queue 0 stopped", func(qs queueState) bool { return qs.PerQ[0].Qlen == uint64(f.backlog) })
+		res1 := send(t, s1, o.ring/2)
+		m.holdQueues(t, "queue 1 takes frames into its ring while queue 0 is stopped", func(qs queueState) bool {
+			return qs.PerQ[0].Qlen == uint64(f.backlog) && qs.PerQ[1].Qlen == 0 && qs.Link.TxDropped == 0
+		})
+		res1b := send(t, s1, n-o.ring/2)
+		both := func(b0, b1 int) func(queueState) bool {
+			return func(qs queueState) bool {
+				return qs.PerQ[0].Qlen == uint64(b0) && qs.PerQ[1].Qlen == uint64(b1) && qs.Link.TxDropped == 0
+			}
+		}
+		m.waitQueues(t, "both queues stopped", both(f.backlog, f.backlog))
+
+		r0, r1 := traffic.NewReader(m.q[0].File), traffic.NewReader(m.q[1].File)
+		readExactly(t, r1, o.ring/2-1)
+		m.holdQueues(t, fmt.Sprintf("no wake after %d reads from file 1", o.ring/2-1), both(f.backlog, f.backlog))
+		readExactly(t, r1, 1)
+		m.waitQueues(t, "the R/2-th read from file 1 wakes txq 1", both(f.backlog, f.backlog-o.ring/2))
+		m.holdQueues(t, "txq 0 still stopped, txq 1 stopped again", both(f.backlog, f.backlog-o.ring/2))
+		readExactly(t, r0, o.ring/2)
+		m.waitQueues(t, "the R/2-th read from file 0 wakes txq 0", both(f.backlog-o.ring/2, f.backlog-o.ring/2))
+		qs := m.holdQueues(t, "both stopped again", both(f.backlog-o.ring/2, f.backlog-o.ring/2))
+		sent := res0.Sent + res0.Refused + res1.Sent + res1.Refused + res1b.Sent + res1b.Refused
+		l := account(sent, o.ring, qs.state, 2*o.ring)
+		assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
+
+		readExactly(t, r0, n-o.ring/2)
+		readExactly(t, r1, n-o.ring/2)
+		extra := drain(t, r0) + drain(t, r1)
+		qs = m.waitQueues(t, "both queues drained", func(qs queueState) bool { return qs.Q.Qlen == 0 })
+		l = account(sent, 2*n+extra, qs.state, 0)
+		assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
+		assert.Check(t, is.Equal(extra, 0), "%v", l)
+		assert.Check(t, is.Equal(qs.Link.TxDropped, uint64(0)), "tun drops; %v", l)
+		checkStreams(t, l, sentBy(s0, s1), r0, r1)
+		checkFirst(t, r0, 0, n)
+		checkFirst(t, r1, 1, n)
+	})
 
 	// Detaching queue 0 purges its ring (uncounted) and moves the last
 	// queue (file 1) into index 0, which then receives what txq 0's qdisc

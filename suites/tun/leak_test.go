@@ -1,0 +1,162 @@
+package tun
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/netenv"
+)
+
+// socketsUsed reads "sockets: used" of e's namespace from sockstat: the
+// sockets alive there, counted from sk_alloc to __sk_free (net/core/sock.c,
+// sock_inuse_add). A queue file of a tap is one (the tun_file's sock, in
+// the namespace that opened /dev/net/tun), and so is every AF_PACKET and
+// netlink socket. A socket with frames still charged to it (sk_wmem_alloc,
+// e.g. frames waiting in a qdisc) is freed only when the last of them is:
+// a frame a teardown loses keeps its sender counted after close. The count
+// is the namespace's alone, so nothing outside the test moves it; closed
+// netlink sockets leave it after an RCU grace period.
+func socketsUsed(e *netenv.Env) (int, error) {
+	var used int
+	err := e.Do(func() error {
+		// /proc/thread-self/net is the calling thread's namespace;
+		// /proc/self/net would be the main thread's.
+		f, err := os.Open("/proc/thread-self/net/sockstat")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "sockets: used "); ok {
+				used, err = strconv.Atoi(rest)
+				return err
+			}
+		}
+		return fmt.Errorf("no \"sockets: used\" line: %v", sc.Err())
+	})
+	return used, err
+}
+
+// freedCounter counts, from its start, the frames the kernel frees on the
+// tap with kfree_skb, every drop reason together: tun's and the qdisc's
+// drops, and what a teardown frees (a ring purged, a qdisc reset or
+// destroyed, a frame meeting a detached queue). Frames a reader gets are
+// consumed (consume_skb), not counted. A frame the tap held and nobody
+// freed is missing from it; the kernel frees nothing else there (IPv6 is
+// off, nothing else sends).
+type freedCounter struct{ m *dropmon.Monitor }
+
+// requireFreed skips t, naming the probe, on a kernel without drop reasons
+// in its BTF (the counter's tracepoint program needs them): it attaches a
+// counter and detaches it at once.
+func requireFreed(t testing.TB) {
+	t.Helper()
+	m, err := dropmon.Attach(dropmon.Filter{})
+	feature.Require(t, err)
+	m.Close()
+}
+
+// freed starts counting the tap's frames freed in te.e.
+func (te *tapEnv) freed(t testing.TB) *freedCounter {
+	t.Helper()
+	ino, err := dropmon.NetnsInode(int(te.e.NS))
+	assert.NilError(t, err)
+	m, err := dropmon.Attach(dropmon.Filter{Ifindex: te.ifindex, NetnsInode: ino})
+	feature.Require(t, err)
+	t.Cleanup(func() { m.Close() })
+	return &freedCounter{m}
+}
+
+// total is every frame freed so far, and the counts by reason (the values
+// of the kernel's enum skb_drop_reason).
+func (c *freedCounter) total() (freedCount, error) {
+	by, err := c.m.All()
+	var n uint64
+	for _, v := range by {
+		n += v
+	}
+	return freedCount{n, by}, err
+}
+
+type freedCount struct {
+	n        uint64
+	byReason map[uint32]uint64
+}
+
+func (f freedCount) String() string {
+	return fmt.Sprintf("%d freed with kfree_skb (by enum skb_drop_reason value: %v)", f.n, f.byReason)
+}
+
+// waitFreed waits until exactly want of the tap's frames were freed: the
+// kernel frees some after the step that dropped them (in NET_TX, at
+// rtnl_unlock).
+func (c *freedCounter) waitFreed(t testing.TB, want uint64, l counters.Accounting) {
+	t.Helper()
+	got, err := counters.WaitFor(context.Background(), waitLimit, c.total, func(f freedCount) bool { return f.n >= want })
+	assert.NilError(t, err, "frames freed, want %d; %v", want, l)
+	assert.Check(t, got.n == want, "frames freed: %v, want %d (every frame not read, freed exactly once); %v", got, want, l)
+	t.Logf("%v", got)
+}
+
+// bounded runs step on a goroutine of its own and fails t when it has not
+// returned within waitLimit. A teardown that blocks (unregistering a device
+// waits in netdev_run_todo for its last reference) is a hang, not a slow
+// step; the goroutine is then left behind.
+func bounded(t testing.TB, what string, step func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- step() }()
+	select {
+	case err := <-done:
+		assert.NilError(t, err, "%s", what)
+	case <-time.After(waitLimit):
+		t.Fatalf("%s: not returned after %v (the kernel is stuck in it)", what, waitLimit)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("%s took %v", what, d)
+	}
+}
+
+// Rounds of each teardown: as many as start within teardownBudget, at
+// most teardownRounds. Under TCG a round takes 0.4-0.8 s, so 2-4 run; on
+// this machine's kernel, without a VM, 15-20 (0.1 s each). Soak with
+// `xmitcheck run -count N`, which repeats the whole test.
+const (
+	teardownRounds = 20
+	teardownBudget = 1500 * time.Millisecond
+)
+
+// rounds runs round as subtests round=1, round=2, … in the namespace e
+// and checks after each that e has exactly the sockets it had before the
+// first (socketsUsed). It stops at the first round that fails.
+func rounds(t *testing.T, e *netenv.Env, round func(t *testing.T)) {
+	t.Helper()
+	base, err := socketsUsed(e)
+	assert.NilError(t, err)
+	start := time.Now()
+	n := 0
+	for n < teardownRounds && (n == 0 || time.Since(start) < teardownBudget) {
+		n++
+		if !t.Run(fmt.Sprintf("round=%d", n), round) {
+			return
+		}
+		used, err := counters.WaitFor(context.Background(), waitLimit, func() (int, error) { return socketsUsed(e) }, func(u int) bool { return u == base })
+		if err != nil {
+			t.Fatalf("round %d: the namespace has %d sockets after the teardown, %d before the first round: %v", n, used, base, err)
+		}
+	}
+	t.Logf("%d rounds in %v; the namespace has its %d sockets after each", n, time.Since(start).Round(time.Millisecond), base)
+}
