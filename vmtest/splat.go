@@ -23,8 +23,10 @@ const (
 const maxSplatLines = 200
 
 // printkPrefix is the timestamp (and, with CONFIG_PRINTK_CALLER, the
-// caller) the kernel puts before each console line.
-var printkPrefix = regexp.MustCompile(`^\[\s*\d+\.\d+\](\[\s*[TC]\d+\])?\s?`)
+// caller) the kernel puts before each console line, and whatever shares the
+// line before it: the firmware's last words, with no newline, before the
+// kernel's first.
+var printkPrefix = regexp.MustCompile(`^.*?\[\s*\d+\.\d+\](\[\s*[TC]\d+\])?\s?`)
 
 // continuations are trigger lines that belong to the report already open:
 // the oops line after "BUG: unable to handle ...".

@@ -104,3 +104,11 @@ func TestSplatSequences(t *testing.T) {
 		assert.Check(t, is.Len(got[0].Lines, maxSplatLines))
 	})
 }
+
+// TestPanicAfterFirmware: the firmware leaves its last words on the line
+// the kernel's first panic line continues; the panic is still seen.
+func TestPanicAfterFirmware(t *testing.T) {
+	var sc splatScanner
+	sc.Line("Booting from ROM..\x1bc\x1b[?7l\x1b[2J[    0.347208] Kernel panic - not syncing: no init")
+	assert.Check(t, sc.panicked)
+}
