@@ -100,8 +100,8 @@
 // requeues).
 //
 // TestTeardown tears a tap down while its queue is stopped with R frames
-// in the ring and 24 in the qdisc, in as many rounds as start within 1.5 s
-// (at most 20): closing the only queue file or detaching one of two
+// in the ring and 24 in the qdisc, three rounds of each (a fixed number,
+// so a soak compares the same subtests): closing the only queue file or detaching one of two
 // stopped queues (each also with IFF_NAPI|IFF_NAPI_FRAGS, whose instance
 // the teardown disables and deletes), deleting the link over netlink, and
 // deleting the namespace the tap was moved to (its queue file open

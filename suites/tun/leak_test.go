@@ -130,14 +130,11 @@ func bounded(t testing.TB, what string, step func() error) {
 	}
 }
 
-// Rounds of each teardown: as many as start within teardownBudget, at
-// most teardownRounds. Under TCG a round takes 0.4-0.8 s, so 2-4 run; on
-// this machine's kernel, without a VM, 15-20 (0.1 s each). Soak with
-// `xmitcheck run -count N`, which repeats the whole test.
-const (
-	teardownRounds = 20
-	teardownBudget = 1500 * time.Millisecond
-)
+// teardownRounds is how many times each teardown runs. A fixed number, not
+// a time budget, so the same kernel runs the same subtests on any machine
+// (a soak compares them by name). Under TCG a round takes 0.4-0.8 s; soak
+// with `xmitcheck run -count N`, which repeats the whole test.
+const teardownRounds = 3
 
 // rounds runs round as subtests round=1, round=2, … in the namespace e
 // and checks after each that e has exactly the sockets it had before the
@@ -147,9 +144,7 @@ func rounds(t *testing.T, e *netenv.Env, round func(t *testing.T)) {
 	base, err := socketsUsed(e)
 	assert.NilError(t, err)
 	start := time.Now()
-	n := 0
-	for n < teardownRounds && (n == 0 || time.Since(start) < teardownBudget) {
-		n++
+	for n := 1; n <= teardownRounds; n++ {
 		if !t.Run(fmt.Sprintf("round=%d", n), round) {
 			return
 		}
@@ -158,5 +153,5 @@ func rounds(t *testing.T, e *netenv.Env, round func(t *testing.T)) {
 			t.Fatalf("round %d: the namespace has %d sockets after the teardown, %d before the first round: %v", n, used, base, err)
 		}
 	}
-	t.Logf("%d rounds in %v; the namespace has its %d sockets after each", n, time.Since(start).Round(time.Millisecond), base)
+	t.Logf("%d rounds in %v; the namespace has its %d sockets after each", teardownRounds, time.Since(start).Round(time.Millisecond), base)
 }

@@ -26,8 +26,7 @@ const teardownBacklog = 24
 
 // TestTeardown tears a tap down while its queue is stopped (IFF_BACKPRESSURE,
 // an idle reader: R frames in the ring, teardownBacklog in the qdisc),
-// four ways, each as many rounds as teardownBudget allows (at most
-// teardownRounds), every step bounded by waitLimit:
+// four ways, each teardownRounds times, every step bounded by waitLimit:
 //
 //   - CloseQueue/tap, CloseQueue/napi: close the only queue file; the
 //     device goes with it (napi: IFF_NAPI|IFF_NAPI_FRAGS, whose instance
