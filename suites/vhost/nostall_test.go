@@ -10,27 +10,39 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
 
 // stoppedWithBatch brings a backpressure rig to the state the no-stall
-// tests start from: the tap's ring full and its queue stopped, the rest of
-// n frames in the qdisc, then vhost attached with one guest buffer. vhost
-// takes a whole batch out of the full ring (too few to wake the queue),
-// fills the one buffer with seq 0 and holds the rest of its batch.
+// tests start from (see stopWithBatch).
 func stoppedWithBatch(t *testing.T, n int) (*rig, uint64, *receiver) {
 	t.Helper()
 	r := newRig(t, setup{backpressure: true, qdisc: qdiscPfifo, lateBackend: true})
-	sent := sendAll(t, r.sender(0), n)
-	st := r.waitState("a full ring and a stopped queue", func(s state) bool { return s.Qdisc.Qlen+ring >= sent })
+	sent, rv := r.stopWithBatch(r.sender(0), n)
+	return r, sent, rv
+}
+
+// stopWithBatch sends n frames with snd to a backpressure rig whose guest is
+// not attached yet (setup.lateBackend) and brings it to a stopped queue with
+// a batch in vhost: the tap's ring full and its queue stopped, the rest of
+// the n frames in the qdisc, then vhost attached with one guest buffer.
+// vhost takes a whole batch out of the full ring (too few to wake the
+// queue), fills the one buffer with seq 0 and holds the rest of its batch.
+// It returns what the kernel took and the guest's receiver.
+func (r *rig) stopWithBatch(snd *traffic.Sender, n int) (uint64, *receiver) {
+	t := r.tb
+	t.Helper()
+	sent := sendAll(t, snd, n)
+	st := r.waitState("a full ring and a stopped queue", func(s state) bool { return s.Qdisc.Qlen+uint64(r.ring) >= sent })
 	a := account(sent, 0, st)
-	a.InDevice = ring
-	assert.Assert(t, a.Balanced(), "the ring holds %d, the qdisc the rest: %v", ring, a)
+	a.InDevice = uint64(r.ring)
+	assert.Assert(t, a.Balanced(), "the ring holds %d, the qdisc the rest: %v", r.ring, a)
 	r.attach(0)
 	rv := r.receiver(true)
 	r.receive(r.guests[0], rv, 1, func(rv *receiver) bool { return rv.got == 1 })
 	assert.Check(t, is.DeepEqual(rv.seqs, []uint64{0}))
-	return r, sent, rv
+	return sent, rv
 }
 
 // TestNoStall: no way of taking vhost away from a stopped

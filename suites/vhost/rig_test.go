@@ -129,13 +129,19 @@ type rig struct {
 	ctx    context.Context
 }
 
-// newRig builds the rig. Probes decide the skips: IFF_BACKPRESSURE through
-// TUNGETFEATURES, vhost-net by opening /dev/vhost-net, fq_codel by creating
-// it. The kernel must not log a splat or gain a splat taint while the test
-// runs.
+// newRig builds the rig in a namespace of its own.
 func newRig(tb testing.TB, s setup) *rig {
 	tb.Helper()
-	e := netenv.New(tb)
+	return newRigIn(tb, netenv.New(tb), s)
+}
+
+// newRigIn builds the rig in the namespace e, which outlives it when e
+// belongs to a parent test. Probes decide the skips: IFF_BACKPRESSURE
+// through TUNGETFEATURES, vhost-net by opening /dev/vhost-net, fq_codel by
+// creating it. The kernel must not log a splat or gain a splat taint while
+// the test runs.
+func newRigIn(tb testing.TB, e *netenv.Env, s setup) *rig {
+	tb.Helper()
 	ctx := context.Background()
 	if t, ok := tb.(*testing.T); ok {
 		if d, ok := t.Deadline(); ok {
@@ -182,9 +188,23 @@ func newRig(tb testing.TB, s setup) *rig {
 		assert.Equal(tb, got&tuntap.IFFBackpressure, flags&tuntap.IFFBackpressure, "TUNGETIFF flags %#x after TUNSETIFF %#x", got, flags)
 		r.taps = append(r.taps, tap)
 	}
+	r.configure(s.qdisc)
+	if !s.lateBackend {
+		for i := range r.guests {
+			r.attach(i)
+		}
+	}
+	return r
+}
+
+// configure sizes the tap's ring, installs the root qdisc (one of the
+// qdisc* constants) and sets the tap up, in r.e.
+func (r *rig) configure(qdisc string) {
+	tb, e := r.tb, r.e
+	tb.Helper()
 	l := e.Link(tb, tapName)
 	assert.NilError(tb, e.Handle.LinkSetTxQLen(l, r.ring))
-	switch s.qdisc {
+	switch qdisc {
 	case qdiscPfifo:
 		e.Pfifo(tb, l, bigFIFO)
 	case qdiscFqCodel:
@@ -197,12 +217,6 @@ func newRig(tb testing.TB, s setup) *rig {
 	}
 	e.Up(tb, l)
 	r.link = e.Link(tb, tapName)
-	if !s.lateBackend {
-		for i := range r.guests {
-			r.attach(i)
-		}
-	}
-	return r
 }
 
 // attach makes tap queue i the backend of guest i.

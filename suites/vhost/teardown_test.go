@@ -1,0 +1,329 @@
+package vhost
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+)
+
+// teardownBacklog is how many frames each teardown finds in the qdisc of
+// the stopped queue, beyond the ring's.
+const teardownBacklog = 64
+
+// teardownSetup is the rig every teardown starts from: IFF_BACKPRESSURE, a
+// pfifo, the guest attached by the test once the queue has stopped.
+var teardownSetup = setup{backpressure: true, qdisc: qdiscPfifo, lateBackend: true}
+
+// TestTeardown tears vhost-net and its tap apart while the tap's queue is
+// stopped (IFF_BACKPRESSURE, a ring of 256 full, teardownBacklog frames in
+// the qdisc) and vhost holds a batch (it took 64 from the full ring, too
+// few to wake the queue, and the guest got the first: 63 held), five ways,
+// each teardownRounds times in one namespace, every step bounded by wait:
+//
+//   - CloseVhost: close the vhost-net file; then close the queue file.
+//   - DetachBackend: VHOST_NET_SET_BACKEND with fd -1; then close the queue
+//     file.
+//   - CloseQueue: close the queue file while vhost holds it; then close the
+//     vhost-net file.
+//   - DeleteLink: delete the tap over netlink while vhost is attached; the
+//     guest then posts buffers.
+//   - DeleteNetns: drop every reference to the namespace the tap lives in
+//     (its queue file, which vhost holds, belongs to another) while vhost is
+//     attached; the namespace stays while the qdisc holds the sender's
+//     frames, and goes once the guest's next batch of buffers let the
+//     qdisc hand them to the ring; the guest then posts buffers.
+//
+// Nothing may leak: each round counts, with kfree_skb, the frames freed on
+// the tap and wants exactly the frames the guest did not get (freedCounter),
+// and after each round the namespace that opened the queue files must have
+// exactly the sockets it had before the first (socketsUsed: a queue file is
+// a socket, and a sender stays one while a frame of it is not freed). The
+// ledger puts the frames a teardown frees in "uncounted", with the number
+// the test left there; the kernel must log no splat (kmsg.Watch).
+func TestTeardown(t *testing.T) {
+	feature.Of(t, feature.Seed000Vhost)
+	for _, c := range []struct {
+		name  string
+		round func(t *testing.T, home *netenv.Env)
+	}{
+		{"CloseVhost", func(t *testing.T, e *netenv.Env) {
+			releaseVhost(t, e, "close the vhost-net file", (*guest.Net).Close)
+		}},
+		{"DetachBackend", func(t *testing.T, e *netenv.Env) {
+			releaseVhost(t, e, "VHOST_NET_SET_BACKEND fd -1", (*guest.Net).DetachBackend)
+		}},
+		{"CloseQueue", closeQueue},
+		{"DeleteLink", deleteLink},
+		{"DeleteNetns", deleteNetns},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			requireTeardown(t)
+			e := netenv.New(t)
+			rounds(t, e, func(t *testing.T) { c.round(t, e) })
+		})
+	}
+}
+
+// requireTeardown skips t, naming the probe, on a kernel without
+// vhost-net (opening /dev/vhost-net), IFF_BACKPRESSURE (TUNGETFEATURES) or
+// drop reasons (the frame counter), in that order.
+func requireTeardown(t *testing.T) {
+	t.Helper()
+	g, err := guest.Open(guest.Config{})
+	feature.Require(t, err)
+	assert.NilError(t, g.Close())
+	feature.Require(t, tuntap.ProbeBackpressure())
+	requireFreed(t)
+}
+
+// stopped is a rig whose queue stopped with a batch in vhost, as a
+// teardown finds it.
+type stopped struct {
+	r     *rig
+	freed *freedCounter
+	rv    *receiver
+	sent  uint64
+	// m says where the frames the guest has not got are: in the ring, in
+	// vhost's batch, in the qdisc.
+	m *tapModel
+}
+
+// stop brings r (built from teardownSetup) to a stopped queue with a batch
+// in vhost (stopWithBatch), sending with snd, and checks it stays there as
+// tapModel says: vhost took a batch of 64 from the full ring (too few to
+// wake the queue) and the guest got the first, so the ring holds 192,
+// vhost's batch 63, the qdisc teardownBacklog; nothing dropped, nothing
+// freed.
+func stop(t *testing.T, r *rig, snd *traffic.Sender) *stopped {
+	t.Helper()
+	freed := r.freed()
+	sent, rv := r.stopWithBatch(snd, r.ring+teardownBacklog)
+	m := newTapModel(r.ring, teardownBacklog, 1)
+	_, err := m.post(1)
+	assert.NilError(t, err)
+	s := &stopped{r: r, freed: freed, rv: rv, sent: sent, m: m}
+	s.holdStopped("vhost took its batch", 0)
+	st := r.mustState()
+	l := account(sent, rv.got, st)
+	l.InDevice = uint64(inDevice(sent, rv.got, st))
+	assert.Assert(t, l.InDevice == uint64(m.ring+m.held), "the ring (%d) and vhost's batch (%d) hold all but the frames the guest got and the qdisc's; %v", m.ring, m.held, l)
+	return s
+}
+
+// holdStopped checks, for holdFor, that nothing moves after what: the
+// queue stays stopped with the qdisc's backlog, nothing is dropped, and
+// exactly freed frames were freed on the tap.
+func (s *stopped) holdStopped(what string, freed uint64) {
+	t := s.r.tb
+	t.Helper()
+	end := time.Now().Add(holdFor)
+	for {
+		st := s.r.mustState()
+		f, err := s.freed.total()
+		assert.NilError(t, err)
+		assert.Assert(t, st.Qdisc.Qlen == uint64(s.m.backlog) && st.Link.TxDropped == 0 && st.Qdisc.Drops == 0 && f.n == freed,
+			"%s: want the queue stopped with %d in the qdisc, nothing dropped, %d freed; %v; %v; %v", what, s.m.backlog, freed, st, f, s.queued())
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(counters.PollInterval)
+	}
+}
+
+// queued is the ledger while the tap is there: what tapModel says is in
+// the ring and vhost's batch (in device) and in the qdisc.
+func (s *stopped) queued() counters.Accounting {
+	return counters.Accounting{
+		Sent:         s.sent,
+		Received:     s.rv.got,
+		InDevice:     uint64(s.m.ring + s.m.held),
+		QdiscBacklog: uint64(s.m.backlog),
+	}
+}
+
+// ledger is the ledger once the tap is gone: vhost still holds held frames
+// of its batch, and the rest of what tapModel says the test left in the
+// ring, vhost's batch and the qdisc is uncounted, freed for why.
+func (s *stopped) ledger(why string, held int) counters.Accounting {
+	return counters.Accounting{
+		Sent:         s.sent,
+		Received:     s.rv.got,
+		InDevice:     uint64(held),
+		Uncounted:    uint64(s.m.left() - held),
+		UncountedWhy: why,
+	}
+}
+
+// releaseVhost lets vhost go of the stopped tap with release (close its
+// file, or detach the backend): vhost gives the 63 entries it holds back
+// to the head of the ring (vhost_net_stop_vq or vhost_net_set_backend →
+// vhost_net_buf_unproduce → ptr_ring_unconsume, drivers/vhost/net.c:197),
+// which has room for them, frees nothing and wakes nothing (its 64 counted
+// stay short of ring/2). Closing the queue file, the last reference, then
+// takes the device with it.
+func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.Net) error) {
+	r := newRigIn(t, e, teardownSetup)
+	s := stop(t, r, r.sender(0))
+	bounded(t, what, func() error { return release(r.guests[0]) })
+	s.holdStopped(what, 0)
+
+	bounded(t, "close the queue file", r.taps[0].Close)
+	r.linkGone()
+	l := s.ledger("the ring, vhost's batch back at its head, purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went", 0)
+	assert.Assert(t, l.Balanced(), "%v", l)
+	s.freed.waitFreed(t, l.Uncounted, l)
+}
+
+// closeQueue closes the queue file while vhost holds it: vhost's own
+// reference to the file (get_tap_socket) keeps it, and the device, alive,
+// stopped, nothing freed. Closing the vhost-net file then gives its batch
+// back to the ring and drops the file's last reference (vhost_net_release):
+// tun_chr_close purges the ring and unregisters the device.
+func closeQueue(t *testing.T, e *netenv.Env) {
+	r := newRigIn(t, e, teardownSetup)
+	s := stop(t, r, r.sender(0))
+	bounded(t, "close the queue file", r.taps[0].Close)
+	s.holdStopped("close the queue file vhost holds (the tap still there)", 0)
+
+	bounded(t, "close the vhost-net file", r.guests[0].Close)
+	r.linkGone()
+	l := s.ledger("vhost's batch given back to the ring, the ring purged as vhost dropped the file's last reference; the qdisc's frames dropped by tun with no queue attached (DEV_READY), or freed with the device", 0)
+	assert.Assert(t, l.Balanced(), "%v", l)
+	s.freed.waitFreed(t, l.Uncounted, l)
+}
+
+// deleteLink deletes the tap over netlink while vhost is attached. The
+// device goes at once: the qdisc's frames are freed as it closes, the
+// ring purged as it unregisters (tun_detach_all), and the queue file,
+// open in the test and in vhost, is left detached (TUNGETIFF: EBADFD).
+// vhost's batch outlives the device (batchOutlives).
+func deleteLink(t *testing.T, e *netenv.Env) {
+	r := newRigIn(t, e, teardownSetup)
+	s := stop(t, r, r.sender(0))
+	link := r.link
+	bounded(t, "RTM_DELLINK "+tapName, func() error { return r.e.Handle.LinkDel(link) })
+	r.linkGone()
+	gone, err := tapGone(r.taps[0])
+	assert.NilError(t, err)
+	assert.Check(t, gone, "TUNGETIFF still works on the queue file of a deleted tap")
+	s.batchOutlives(t, "the qdisc's frames freed as the device closed, the ring purged as it unregistered")
+}
+
+// batchOutlives checks what is left once the tap is gone and vhost still
+// holds its batch: what the device held besides it was freed, exactly,
+// with the device (why), and vhost's frames stay until it looks at them
+// again, which the guest's next buffers make it do: each recvmsg on the
+// detached file fails (tun_recvmsg: EBADFD) and frees the frame, and the
+// buffer goes back unused (vhost_discard_vq_desc), so the guest gets
+// nothing more. Closing the files then frees nothing.
+func (s *stopped) batchOutlives(t *testing.T, why string) {
+	t.Helper()
+	l := s.ledger(why, s.m.held)
+	assert.Assert(t, l.Balanced(), "%v", l)
+	s.freed.waitFreed(t, l.Uncounted, l)
+	s.freed.holdFreed(t, l.Uncounted, "vhost keeps its batch while the guest posts nothing", l)
+
+	g := s.r.guests[0]
+	_, err := g.Post(g.RX.Free())
+	assert.NilError(t, err)
+	l = s.ledger(why+"; vhost's batch freed by recvmsg on the detached queue file as the guest posted buffers", 0)
+	s.freed.waitFreed(t, l.Uncounted, l)
+	got, err := g.Receive(s.rv.check)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(got, 0), "the guest got frames after the tap was gone; %v", l)
+
+	bounded(t, "close the vhost-net file", g.Close)
+	bounded(t, "close the queue file", s.r.taps[0].Close)
+	s.freed.holdFreed(t, l.Uncounted, "closing the files frees nothing more", l)
+}
+
+// deleteNetns opens the tap in home, moves it into a namespace of its own,
+// stops its queue there with a batch in vhost, then closes every reference
+// the test holds to that namespace: the sender, the netlink handle, the
+// namespace's file. The queue file stays open in home, and vhost holds it.
+//
+// The frames in the qdisc are still charged to the sender (a frame is
+// orphaned only as it enters the ring), and a socket keeps its namespace
+// until the last of its frames is freed: the namespace outlives every
+// handle while the queue stays stopped. The guest then posts one batch of
+// buffers: it gets vhost's 63, vhost takes a second batch (cons_cnt 128 =
+// ring/2 wakes the queue) and the guest gets its first, and the qdisc hands
+// all of its frames to the ring (tapModel). The sender is then freed and
+// the namespace destroyed (cleanup_net, on a workqueue), which unregisters
+// the tap: its ring purged; vhost's batch outlives it (batchOutlives).
+func deleteNetns(t *testing.T, home *netenv.Env) {
+	away, kill := newDoomedNS(t)
+	r := newRigIn(t, home, teardownSetup)
+	assert.NilError(t, home.Handle.LinkSetNsFd(r.link, int(away.NS)), "move %s to a namespace of its own", tapName)
+	r.e = away
+	r.configure(teardownSetup.qdisc)
+	var snd *traffic.Sender
+	assert.NilError(t, away.Do(func() (err error) {
+		snd, err = traffic.NewSender(r.link.Attrs().Index, 0)
+		return err
+	}))
+	closeSender := sync.OnceValue(snd.Close)
+	t.Cleanup(func() { closeSender() })
+	s := stop(t, r, snd)
+
+	assert.NilError(t, closeSender())
+	kill()
+	tap := r.taps[0]
+	holdAttached(t, tap, "the namespace, pinned by the sender's frames in the stopped qdisc")
+
+	delivered, err := s.m.post(guest.Batch)
+	assert.NilError(t, err)
+	assert.Assert(t, s.m.woken, "model: one batch of buffers wakes the queue")
+	s.m.refill(0)
+	assert.Assert(t, s.m.backlog == 0, "model: the qdisc hands all its frames to the ring")
+	want := s.rv.got + uint64(delivered)
+	r.receive(r.guests[0], s.rv, guest.Batch, func(rv *receiver) bool { return rv.got >= want })
+	_, err = counters.WaitFor(r.ctx, wait, func() (bool, error) { return tapGone(tap) }, func(g bool) bool { return g })
+	assert.NilError(t, err, "the namespace and its tap destroyed once the qdisc handed the sender's last frame to the ring; %v", s.queued())
+	s.batchOutlives(t, "the ring purged as the destroyed namespace's tap unregistered")
+	assert.Check(t, is.DeepEqual(s.rv.seqs, seqRange(0, want)), "the guest gets the frames from the first, in order, none twice")
+}
+
+// linkGone checks that the tap is no longer in r.e.
+func (r *rig) linkGone() {
+	r.tb.Helper()
+	_, err := r.e.Handle.LinkByName(tapName)
+	assert.Check(r.tb, err != nil, "%s is still there after the teardown", tapName)
+}
+
+// holdAttached checks that the queue file stays attached to its device
+// (TUNGETIFF works) for holdFor.
+func holdAttached(t *testing.T, d *tuntap.Device, what string) {
+	t.Helper()
+	end := time.Now().Add(holdFor)
+	for {
+		_, err := d.Flags()
+		assert.NilError(t, err, "%s: the device went", what)
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(counters.PollInterval)
+	}
+}
+
+// tapGone reports whether the device of d is gone: TUNGETIFF fails with
+// EBADFD.
+func tapGone(d *tuntap.Device) (bool, error) {
+	_, err := d.Flags()
+	if errors.Is(err, unix.EBADFD) {
+		return true, nil
+	}
+	return false, err
+}
