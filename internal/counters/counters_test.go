@@ -3,10 +3,12 @@ package counters
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 )
 
 func TestAccounting(t *testing.T) {
@@ -46,4 +48,33 @@ func TestWaitSteady(t *testing.T) {
 	v, err := WaitSteady(context.Background(), time.Second, 10*time.Millisecond, still)
 	assert.NilError(t, err)
 	assert.Equal(t, v, 7)
+}
+
+func TestBoundedAndHold(t *testing.T) {
+	Bounded(t, time.Second, "a quick step", func() error { return nil })
+	Hold(t, 20*time.Millisecond, "nothing moves", func() error { return nil })
+
+	ft := &fatalRecorder{T: t}
+	func() {
+		defer func() { recover() }()
+		n := 0
+		Hold(ft, time.Second, "a counter that moves", func() error {
+			if n++; n > 3 {
+				return fmt.Errorf("moved to %d", n)
+			}
+			return nil
+		})
+	}()
+	assert.Check(t, is.Contains(ft.msg, "a counter that moves: moved to 4"))
+}
+
+// fatalRecorder keeps what Fatalf said and stops the calling function.
+type fatalRecorder struct {
+	*testing.T
+	msg string
+}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic("fatal")
 }

@@ -39,30 +39,67 @@ func New(tb testing.TB) *Env {
 		tb.Fatalf("netenv: %v", err)
 	}
 	tb.Cleanup(func() { ns.Close() })
-
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		tb.Fatalf("netenv: netlink handle in namespace: %v", err)
 	}
 	tb.Cleanup(h.Close)
-
 	e := &Env{NS: ns, Handle: h}
-	err = e.Do(func() error {
+	e.setUp(tb)
+	return e
+}
+
+// NewDoomed creates a namespace the test deletes itself: kill drops every
+// reference the test holds to it (its file and the netlink handle), after
+// which the kernel destroys it as soon as nothing else holds it. kill is
+// idempotent and also runs at the test's end. (New cannot serve: its
+// cleanup closes the namespace's descriptor by number, which may belong to
+// another file once the test closed it.)
+func NewDoomed(tb testing.TB) (e *Env, kill func()) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("netenv: needs root and network namespaces: not with -short")
+	}
+	ns, err := newNS()
+	if err != nil {
+		tb.Fatalf("netenv: %v", err)
+	}
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		ns.Close()
+		tb.Fatalf("netenv: netlink handle in namespace: %v", err)
+	}
+	e = &Env{NS: ns, Handle: h}
+	// Close through e.NS, which Close then sets to -1: a second close is
+	// of no file at all.
+	kill = func() {
+		h.Close()
+		e.NS.Close()
+	}
+	tb.Cleanup(kill)
+	e.setUp(tb)
+	return e, kill
+}
+
+// setUp turns IPv6 off for every device created in e from now on and
+// brings its loopback up.
+func (e *Env) setUp(tb testing.TB) {
+	tb.Helper()
+	err := e.Do(func() error {
 		for _, key := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
 			if err := sysctl(key, "1"); err != nil && !os.IsNotExist(err) {
 				return err
 			}
 		}
-		lo, err := h.LinkByName("lo")
+		lo, err := e.Handle.LinkByName("lo")
 		if err != nil {
 			return err
 		}
-		return h.LinkSetUp(lo)
+		return e.Handle.LinkSetUp(lo)
 	})
 	if err != nil {
 		tb.Fatalf("netenv: set up namespace: %v", err)
 	}
-	return e
 }
 
 // newNS creates a namespace without moving the calling goroutine into it.

@@ -1,6 +1,7 @@
 package tuntap
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -166,4 +167,14 @@ func (d *Device) ioctlPtrInt(req uint, v int, name string) error {
 		return fmt.Errorf("%s %s: %w", name, d.Name, ierr)
 	}
 	return nil
+}
+
+// Gone reports whether d's device is gone (deleted, or its namespace
+// destroyed): TUNGETIFF fails with EBADFD.
+func (d *Device) Gone() (bool, error) {
+	_, err := d.Flags()
+	if errors.Is(err, unix.EBADFD) {
+		return true, nil
+	}
+	return false, err
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
@@ -40,9 +40,9 @@ const teardownBacklog = 24
 //     reader (see deleteNetns).
 //
 // Nothing may leak: each round counts, with kfree_skb, the frames freed on
-// the tap and wants exactly the frames not read (freedCounter), and after
+// the tap and wants exactly the frames not read (dropmon.WatchFreed), and after
 // each round the namespace that opened the queue files must have exactly
-// the sockets it had before the first (socketsUsed: a queue file is a
+// the sockets it had before the first (netenv.Env.SocketsUsed: a queue file is a
 // socket, and a sender stays one while a frame of it is not freed). The
 // ledger puts the frames a teardown frees in "uncounted", with the number
 // the test left there; the kernel must log no splat (kmsg.Watch).
@@ -59,32 +59,32 @@ func TestTeardown(t *testing.T) {
 	}{{"tap", bp}, {"napi", napi}} {
 		t.Run("CloseQueue/"+v.name, func(t *testing.T) {
 			requireBackpressure(t)
-			requireFreed(t)
+			dropmon.RequireReasons(t)
 			e := netenv.New(t)
-			rounds(t, e, func(t *testing.T) {
+			counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) {
 				stoppedTap(t, e, v.o, func(te *tapEnv) string {
-					bounded(t, "close the only queue file", te.dev.Close)
+					counters.Bounded(t, waitLimit, "close the only queue file", te.dev.Close)
 					return "the ring purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went"
 				})
 			})
 		})
 		t.Run("DetachQueue/"+v.name, func(t *testing.T) {
 			requireBackpressure(t)
-			requireFreed(t)
+			dropmon.RequireReasons(t)
 			e := netenv.New(t)
-			rounds(t, e, func(t *testing.T) { detachStopped(t, e, v.o) })
+			counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) { detachStopped(t, e, v.o) })
 		})
 	}
 	t.Run("DeleteLink", func(t *testing.T) {
 		requireBackpressure(t)
-		requireFreed(t)
+		dropmon.RequireReasons(t)
 		e := netenv.New(t)
-		rounds(t, e, func(t *testing.T) {
+		counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) {
 			stoppedTap(t, e, bp, func(te *tapEnv) string {
 				l := te.link(t)
-				bounded(t, "RTM_DELLINK "+tapName, func() error { return te.e.Handle.LinkDel(l) })
+				counters.Bounded(t, waitLimit, "RTM_DELLINK "+tapName, func() error { return te.e.Handle.LinkDel(l) })
 				detachedFile(t, te.dev)
-				bounded(t, "close the queue file of the deleted tap", te.dev.Close)
+				counters.Bounded(t, waitLimit, "close the queue file of the deleted tap", te.dev.Close)
 				return "the qdisc reset as the device closed (its one requeued frame with QUEUE_PURGE), the ring purged as it unregistered"
 			})
 		})
@@ -95,9 +95,9 @@ func TestTeardown(t *testing.T) {
 			if o.backpressure() {
 				requireBackpressure(t)
 			}
-			requireFreed(t)
+			dropmon.RequireReasons(t)
 			e := netenv.New(t)
-			rounds(t, e, func(t *testing.T) { deleteNetns(t, e, o) })
+			counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) { deleteNetns(t, e, o) })
 		})
 	}
 }
@@ -124,7 +124,7 @@ func stoppedTap(t *testing.T, e *netenv.Env, o tapOpts, teardown func(*tapEnv) s
 	l.InDevice, l.QdiscBacklog = 0, 0
 	l.Uncounted, l.UncountedWhy = uint64(f.ring+f.backlog), why
 	assert.Assert(t, l.Balanced(), "%v", l)
-	freed.waitFreed(t, l.DeviceDrops+l.QdiscDrops+l.Uncounted, l)
+	freed.WaitFor(t, l.DeviceDrops+l.QdiscDrops+l.Uncounted, waitLimit, l)
 }
 
 // detachedFile checks that a queue file whose device is gone says so:
@@ -171,7 +171,7 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 		return qs.PerQ[0].Qlen == uint64(f.backlog) && qs.PerQ[1].Qlen == uint64(f.backlog) && qs.Link.TxDropped == 0
 	})
 
-	bounded(t, "TUNSETQUEUE IFF_DETACH_QUEUE on queue 0", m.q[0].Detach)
+	counters.Bounded(t, waitLimit, "TUNSETQUEUE IFF_DETACH_QUEUE on queue 0", m.q[0].Detach)
 	kept := func(qs queueState) bool {
 		return qs.PerQ[0].Qlen == uint64(f.backlog) && qs.PerQ[1].Qlen == 0 && qs.Link.TxDropped == 0
 	}
@@ -181,7 +181,7 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 	l := account(sent, 0, qs.state, f.ring)
 	l.Uncounted, l.UncountedWhy = uint64(f.ring+f.backlog), "queue 0's ring purged at detach, txq 1's qdisc reset to one real queue"
 	assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
-	freed.waitFreed(t, l.Uncounted, l)
+	freed.WaitFor(t, l.Uncounted, waitLimit, l)
 
 	r := traffic.NewReader(m.q[1].File)
 	readExactly(t, r, f.ring+f.backlog)
@@ -195,7 +195,7 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 	checkFirst(t, r, 1, f.ring)
 	want := traffic.Stream{First: uint64(f.ring), Last: uint64(n - 1), InOrder: uint64(f.backlog)}
 	assert.Check(t, r.Streams[0] != nil && *r.Streams[0] == want, "stream 0: want frames %d-%d (txq 0's backlog), read %v; %v", f.ring, n-1, r.Streams[0], l)
-	freed.waitFreed(t, l.Uncounted, l)
+	freed.WaitFor(t, l.Uncounted, waitLimit, l)
 }
 
 // deleteNetns opens the tap in home, moves it into a namespace of its own,
@@ -224,7 +224,7 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 	kmsg.Watch(t)
 	te := &tapEnv{e: home, opts: o}
 	te.dev = te.open(t, o.flags, true)
-	away, kill := newDoomedNS(t)
+	away, kill := netenv.NewDoomed(t)
 	assert.NilError(t, home.Handle.LinkSetNsFd(home.Link(t, tapName), int(away.NS)), "move %s to a namespace of its own", tapName)
 	te.e = away
 	te.setUp(t)
@@ -250,52 +250,37 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 	read := 0
 	var readErr error
 	if f.backlog > 0 {
-		holdAttached(t, te.dev, "the namespace, pinned by the sender's frames in the stopped qdisc")
+		counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", func() error { _, err := te.dev.Flags(); return err })
 		for {
 			got, err := r.Read(1, waitLimit)
 			read += got
 			if err != nil {
 				// EBADFD, or Go's "not pollable" once its poller saw
-				// the file's EPOLLERR first: tapGone below says which.
+				// the file's EPOLLERR first: Gone below says which.
 				readErr = err
 				break
 			}
 			assert.Assert(t, got == 1, "no frame for %v and the namespace still there after %d frames read; %v", waitLimit, read, l)
 		}
 	}
-	_, err := counters.WaitFor(context.Background(), waitLimit, func() (bool, error) { return tapGone(te.dev) }, func(g bool) bool { return g })
+	_, err := counters.WaitFor(context.Background(), waitLimit, te.dev.Gone, func(g bool) bool { return g })
 	assert.NilError(t, err, "the namespace and its tap destroyed once nothing of the test held it (reads ended with %v); %v", readErr, l)
 	l.Received, l.InDevice, l.QdiscBacklog = uint64(read), 0, 0
 	l.Uncounted, l.UncountedWhy = uint64(f.ring+f.backlog-read), "left in the ring when the namespace was destroyed"
 	assert.Assert(t, l.Balanced(), "%v", l)
 	checkStreams(t, l, sentBy(s), r)
 	checkFirst(t, r, 1, read)
-	freed.waitFreed(t, l.DeviceDrops+l.QdiscDrops+l.Uncounted, l)
-	bounded(t, "close the queue file", te.dev.Close)
+	freed.WaitFor(t, l.DeviceDrops+l.QdiscDrops+l.Uncounted, waitLimit, l)
+	counters.Bounded(t, waitLimit, "close the queue file", te.dev.Close)
 	t.Logf("read %d of %d frames before the namespace went; %v", read, n, l)
 }
 
-// holdAttached checks that the queue file stays attached to its device
-// (TUNGETIFF works) for holdFor.
-func holdAttached(t *testing.T, d *tuntap.Device, what string) {
-	t.Helper()
-	end := time.Now().Add(holdFor)
-	for {
-		_, err := d.Flags()
-		assert.NilError(t, err, "%s: the device went", what)
-		if time.Now().After(end) {
-			return
-		}
-		time.Sleep(counters.PollInterval)
-	}
-}
+// teardownRounds is how many times each teardown runs (counters.Rounds).
+// Under TCG a round takes 0.4-0.8 s; soak with `xmitcheck run -count N`.
+const teardownRounds = 3
 
-// tapGone reports whether the device of d is gone: TUNGETIFF fails with
-// EBADFD.
-func tapGone(d *tuntap.Device) (bool, error) {
-	_, err := d.Flags()
-	if errors.Is(err, unix.EBADFD) {
-		return true, nil
-	}
-	return false, err
+// freed starts counting the tap's frames freed with kfree_skb.
+func (te *tapEnv) freed(t testing.TB) *dropmon.Freed {
+	t.Helper()
+	return dropmon.WatchFreed(t, te.e.NS, te.ifindex)
 }

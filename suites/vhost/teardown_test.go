@@ -1,16 +1,15 @@
 package vhost
 
 import (
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
@@ -46,9 +45,9 @@ var teardownSetup = setup{backpressure: true, qdisc: qdiscPfifo, lateBackend: tr
 //     qdisc hand them to the ring; the guest then posts buffers.
 //
 // Nothing may leak: each round counts, with kfree_skb, the frames freed on
-// the tap and wants exactly the frames the guest did not get (freedCounter),
+// the tap and wants exactly the frames the guest did not get (dropmon.WatchFreed),
 // and after each round the namespace that opened the queue files must have
-// exactly the sockets it had before the first (socketsUsed: a queue file is
+// exactly the sockets it had before the first (netenv.Env.SocketsUsed: a queue file is
 // a socket, and a sender stays one while a frame of it is not freed). The
 // ledger puts the frames a teardown frees in "uncounted", with the number
 // the test left there; the kernel must log no splat (kmsg.Watch).
@@ -71,7 +70,7 @@ func TestTeardown(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			requireTeardown(t)
 			e := netenv.New(t)
-			rounds(t, e, func(t *testing.T) { c.round(t, e) })
+			counters.Rounds(t, e, teardownRounds, wait, func(t *testing.T) { c.round(t, e) })
 		})
 	}
 }
@@ -85,14 +84,14 @@ func requireTeardown(t *testing.T) {
 	feature.Require(t, err)
 	assert.NilError(t, g.Close())
 	feature.Require(t, tuntap.ProbeBackpressure())
-	requireFreed(t)
+	dropmon.RequireReasons(t)
 }
 
 // stopped is a rig whose queue stopped with a batch in vhost, as a
 // teardown finds it.
 type stopped struct {
 	r     *rig
-	freed *freedCounter
+	freed *dropmon.Freed
 	rv    *receiver
 	sent  uint64
 	// m says where the frames the guest has not got are: in the ring, in
@@ -131,9 +130,9 @@ func (s *stopped) holdStopped(what string, freed uint64) {
 	end := time.Now().Add(holdFor)
 	for {
 		st := s.r.mustState()
-		f, err := s.freed.total()
+		f, err := s.freed.Count()
 		assert.NilError(t, err)
-		assert.Assert(t, st.Qdisc.Qlen == uint64(s.m.backlog) && st.Link.TxDropped == 0 && st.Qdisc.Drops == 0 && f.n == freed,
+		assert.Assert(t, st.Qdisc.Qlen == uint64(s.m.backlog) && st.Link.TxDropped == 0 && st.Qdisc.Drops == 0 && f.N == freed,
 			"%s: want the queue stopped with %d in the qdisc, nothing dropped, %d freed; %v; %v; %v", what, s.m.backlog, freed, st, f, s.queued())
 		if time.Now().After(end) {
 			return
@@ -176,14 +175,14 @@ func (s *stopped) ledger(why string, held int) counters.Accounting {
 func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.Net) error) {
 	r := newRigIn(t, e, teardownSetup)
 	s := stop(t, r, r.sender(0))
-	bounded(t, what, func() error { return release(r.guests[0]) })
+	counters.Bounded(t, wait, what, func() error { return release(r.guests[0]) })
 	s.holdStopped(what, 0)
 
-	bounded(t, "close the queue file", r.taps[0].Close)
+	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
 	r.linkGone()
 	l := s.ledger("the ring, vhost's batch back at its head, purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went", 0)
 	assert.Assert(t, l.Balanced(), "%v", l)
-	s.freed.waitFreed(t, l.Uncounted, l)
+	s.freed.WaitFor(t, l.Uncounted, wait, l)
 }
 
 // closeQueue closes the queue file while vhost holds it: vhost's own
@@ -194,14 +193,14 @@ func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.
 func closeQueue(t *testing.T, e *netenv.Env) {
 	r := newRigIn(t, e, teardownSetup)
 	s := stop(t, r, r.sender(0))
-	bounded(t, "close the queue file", r.taps[0].Close)
+	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
 	s.holdStopped("close the queue file vhost holds (the tap still there)", 0)
 
-	bounded(t, "close the vhost-net file", r.guests[0].Close)
+	counters.Bounded(t, wait, "close the vhost-net file", r.guests[0].Close)
 	r.linkGone()
 	l := s.ledger("vhost's batch given back to the ring, the ring purged as vhost dropped the file's last reference; the qdisc's frames dropped by tun with no queue attached (DEV_READY), or freed with the device", 0)
 	assert.Assert(t, l.Balanced(), "%v", l)
-	s.freed.waitFreed(t, l.Uncounted, l)
+	s.freed.WaitFor(t, l.Uncounted, wait, l)
 }
 
 // deleteLink deletes the tap over netlink while vhost is attached. The
@@ -213,9 +212,9 @@ func deleteLink(t *testing.T, e *netenv.Env) {
 	r := newRigIn(t, e, teardownSetup)
 	s := stop(t, r, r.sender(0))
 	link := r.link
-	bounded(t, "RTM_DELLINK "+tapName, func() error { return r.e.Handle.LinkDel(link) })
+	counters.Bounded(t, wait, "RTM_DELLINK "+tapName, func() error { return r.e.Handle.LinkDel(link) })
 	r.linkGone()
-	gone, err := tapGone(r.taps[0])
+	gone, err := r.taps[0].Gone()
 	assert.NilError(t, err)
 	assert.Check(t, gone, "TUNGETIFF still works on the queue file of a deleted tap")
 	s.batchOutlives(t, "the qdisc's frames freed as the device closed, the ring purged as it unregistered")
@@ -232,21 +231,21 @@ func (s *stopped) batchOutlives(t *testing.T, why string) {
 	t.Helper()
 	l := s.ledger(why, s.m.held)
 	assert.Assert(t, l.Balanced(), "%v", l)
-	s.freed.waitFreed(t, l.Uncounted, l)
-	s.freed.holdFreed(t, l.Uncounted, "vhost keeps its batch while the guest posts nothing", l)
+	s.freed.WaitFor(t, l.Uncounted, wait, l)
+	s.freed.Hold(t, l.Uncounted, holdFor, "vhost keeps its batch while the guest posts nothing", l)
 
 	g := s.r.guests[0]
 	_, err := g.Post(g.RX.Free())
 	assert.NilError(t, err)
 	l = s.ledger(why+"; vhost's batch freed by recvmsg on the detached queue file as the guest posted buffers", 0)
-	s.freed.waitFreed(t, l.Uncounted, l)
+	s.freed.WaitFor(t, l.Uncounted, wait, l)
 	got, err := g.Receive(s.rv.check)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(got, 0), "the guest got frames after the tap was gone; %v", l)
 
-	bounded(t, "close the vhost-net file", g.Close)
-	bounded(t, "close the queue file", s.r.taps[0].Close)
-	s.freed.holdFreed(t, l.Uncounted, "closing the files frees nothing more", l)
+	counters.Bounded(t, wait, "close the vhost-net file", g.Close)
+	counters.Bounded(t, wait, "close the queue file", s.r.taps[0].Close)
+	s.freed.Hold(t, l.Uncounted, holdFor, "closing the files frees nothing more", l)
 }
 
 // deleteNetns opens the tap in home, moves it into a namespace of its own,
@@ -264,7 +263,7 @@ func (s *stopped) batchOutlives(t *testing.T, why string) {
 // the namespace destroyed (cleanup_net, on a workqueue), which unregisters
 // the tap: its ring purged; vhost's batch outlives it (batchOutlives).
 func deleteNetns(t *testing.T, home *netenv.Env) {
-	away, kill := newDoomedNS(t)
+	away, kill := netenv.NewDoomed(t)
 	r := newRigIn(t, home, teardownSetup)
 	assert.NilError(t, home.Handle.LinkSetNsFd(r.link, int(away.NS)), "move %s to a namespace of its own", tapName)
 	r.e = away
@@ -281,7 +280,7 @@ func deleteNetns(t *testing.T, home *netenv.Env) {
 	assert.NilError(t, closeSender())
 	kill()
 	tap := r.taps[0]
-	holdAttached(t, tap, "the namespace, pinned by the sender's frames in the stopped qdisc")
+	counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", func() error { _, err := tap.Flags(); return err })
 
 	delivered, err := s.m.post(guest.Batch)
 	assert.NilError(t, err)
@@ -290,7 +289,7 @@ func deleteNetns(t *testing.T, home *netenv.Env) {
 	assert.Assert(t, s.m.backlog == 0, "model: the qdisc hands all its frames to the ring")
 	want := s.rv.got + uint64(delivered)
 	r.receive(r.guests[0], s.rv, guest.Batch, func(rv *receiver) bool { return rv.got >= want })
-	_, err = counters.WaitFor(r.ctx, wait, func() (bool, error) { return tapGone(tap) }, func(g bool) bool { return g })
+	_, err = counters.WaitFor(r.ctx, wait, tap.Gone, func(g bool) bool { return g })
 	assert.NilError(t, err, "the namespace and its tap destroyed once the qdisc handed the sender's last frame to the ring; %v", s.queued())
 	s.batchOutlives(t, "the ring purged as the destroyed namespace's tap unregistered")
 	assert.Check(t, is.DeepEqual(s.rv.seqs, seqRange(0, want)), "the guest gets the frames from the first, in order, none twice")
@@ -303,27 +302,16 @@ func (r *rig) linkGone() {
 	assert.Check(r.tb, err != nil, "%s is still there after the teardown", tapName)
 }
 
-// holdAttached checks that the queue file stays attached to its device
-// (TUNGETIFF works) for holdFor.
-func holdAttached(t *testing.T, d *tuntap.Device, what string) {
-	t.Helper()
-	end := time.Now().Add(holdFor)
-	for {
-		_, err := d.Flags()
-		assert.NilError(t, err, "%s: the device went", what)
-		if time.Now().After(end) {
-			return
-		}
-		time.Sleep(counters.PollInterval)
-	}
-}
+// teardownRounds is how many times each teardown runs (counters.Rounds).
+const teardownRounds = 3
 
-// tapGone reports whether the device of d is gone: TUNGETIFF fails with
-// EBADFD.
-func tapGone(d *tuntap.Device) (bool, error) {
-	_, err := d.Flags()
-	if errors.Is(err, unix.EBADFD) {
-		return true, nil
-	}
-	return false, err
+// holdFor is how long a state must stay unchanged to count as "nothing
+// moved" (a stopped queue, no frame freed). Softirq latency is
+// microseconds; 200 ms is three orders of magnitude more.
+const holdFor = 200 * time.Millisecond
+
+// freed starts counting the frames freed with kfree_skb on the rig's tap.
+func (r *rig) freed() *dropmon.Freed {
+	r.tb.Helper()
+	return dropmon.WatchFreed(r.tb, r.e.NS, r.link.Attrs().Index)
 }
