@@ -12,9 +12,11 @@ import (
 type qemuConfig struct {
 	Kernel, Initrd string
 	// Accel is "kvm" or "tcg".
-	Accel    string
-	CPUs     int
-	MemoryMB int
+	Accel string
+	// SingleThread is Job.SingleThreadTCG.
+	SingleThread bool
+	CPUs         int
+	MemoryMB     int
 	// OutSock and CtlSock are unix sockets the host listens on; qemu
 	// connects to them as the backends of the two virtio-serial ports.
 	OutSock, CtlSock string
@@ -46,7 +48,7 @@ func qemuArgs(c qemuConfig) []string {
 	case "kvm":
 		args = append(args, "-accel", "kvm", "-cpu", "host")
 	default:
-		args = append(args, "-accel", "tcg,thread=multi", "-cpu", "max")
+		args = append(args, "-accel", "tcg,thread="+tcgThread(c.SingleThread), "-cpu", "max")
 	}
 	cmdline := kernelCmdline
 	if c.Append != "" {
@@ -62,4 +64,11 @@ func qemuArgs(c qemuConfig) []string {
 		"-device", "virtserialport,bus=vs.0,chardev=ctl,name="+guest.CtlPort,
 	)
 	return args
+}
+
+func tcgThread(single bool) string {
+	if single {
+		return "single"
+	}
+	return "multi"
 }

@@ -11,14 +11,17 @@ import (
 func TestQEMUArgs(t *testing.T) {
 	c := qemuConfig{Kernel: "/k", Initrd: "/i", CPUs: 2, MemoryMB: 1024, OutSock: "/o.sock", CtlSock: "/c.sock"}
 	for _, tc := range []struct {
-		accel string
-		want  []string
+		name, accel string
+		single      bool
+		want        []string
 	}{
-		{"tcg", []string{"-accel", "tcg,thread=multi", "-cpu", "max"}},
-		{"kvm", []string{"-accel", "kvm", "-cpu", "host"}},
+		{"tcg", "tcg", false, []string{"-accel", "tcg,thread=multi", "-cpu", "max"}},
+		{"tcg-single", "tcg", true, []string{"-accel", "tcg,thread=single", "-cpu", "max"}},
+		{"kvm", "kvm", false, []string{"-accel", "kvm", "-cpu", "host"}},
+		{"kvm-single", "kvm", true, []string{"-accel", "kvm", "-cpu", "host"}},
 	} {
-		t.Run(tc.accel, func(t *testing.T) {
-			c.Accel = tc.accel
+		t.Run(tc.name, func(t *testing.T) {
+			c.Accel, c.SingleThread = tc.accel, tc.single
 			args := qemuArgs(c)
 			line := " " + strings.Join(args, " ") + " "
 			assert.Check(t, strings.Contains(line, " "+strings.Join(tc.want, " ")+" "), line)
@@ -63,6 +66,9 @@ func TestVngArgs(t *testing.T) {
 	line := strings.Join(args, " ")
 	assert.Check(t, strings.HasPrefix(line, "--run /r/boot/vmlinuz-1.0 --user root"), line)
 	assert.Check(t, is.Contains(args, "--disable-kvm"))
+	assert.Check(t, is.Contains(args, "--qemu-opts=-accel tcg,thread=multi"))
+	job.SingleThreadTCG = true
+	assert.Check(t, is.Contains(vngArgs(k, "tcg", job, "/x", "/s"), "--qemu-opts=-accel tcg,thread=single"))
 	assert.Check(t, is.Equal(args[len(args)-1], `XMITCHECK_GUEST_SPEC='/d/it'\''s.json' '/d/xmitcheck'`))
 	assert.Check(t, !strings.Contains(strings.Join(vngArgs(k, "kvm", job, "/x", "/s"), " "), "--disable-kvm"))
 }

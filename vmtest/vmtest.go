@@ -51,6 +51,12 @@ type Job struct {
 	Timeouts Timeouts
 	// Accel is "auto", "kvm" or "tcg".
 	Accel string
+	// SingleThreadTCG runs every vCPU on one host thread, in turn, when the
+	// guest runs under TCG. Multi-threaded TCG (the default) can let one
+	// vCPU run text that another has just live-patched (an int3 the patch
+	// already took out, splat.StaleInt3); one thread cannot, at the cost
+	// of parallel vCPUs and about a fifth more time.
+	SingleThreadTCG bool
 	// CPUs and MemoryMB size the guest; zero means 2 and 1024.
 	CPUs     int
 	MemoryMB int

@@ -118,7 +118,7 @@ func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec string) []stri
 		// See kernelCmdline.
 		"--append", "tsc=reliable"}
 	if accel != "kvm" {
-		args = append(args, "--disable-kvm")
+		args = append(args, "--disable-kvm", "--qemu-opts=-accel tcg,thread="+tcgThread(job.SingleThreadTCG))
 	}
 	return append(args, "--exec", guest.EnvSpec+"="+shellQuote(spec)+" "+shellQuote(init))
 }

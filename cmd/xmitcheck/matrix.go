@@ -85,7 +85,7 @@ func cmdMatrix(args []string) (int, error) {
 			defer func() { <-sem }()
 			errs[i] = writeTo(filepath.Join(tmpOut, fileKey(k.Name)+".json"), func(w io.Writer) error {
 				var err error
-				runs[i], err = runOne(ctx, &s.v, k, init, bins, json.NewEncoder(w), false, &human[i])
+				runs[i], err = runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, json.NewEncoder(w), false, &human[i])
 				return err
 			})
 			if runs[i] != nil {

@@ -120,7 +120,7 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 
 	var runs []*results.Run
 	for _, k := range ks {
-		r, err := runOne(ctx, &s.v, k, init, bins, enc, s.verbose, human)
+		r, err := runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, enc, s.verbose, human)
 		if err != nil {
 			return nil, err
 		}
@@ -204,15 +204,15 @@ func runExit(runs []*results.Run) int {
 // kernel's expectation. A crash or hang fails the test that was running and
 // does not hide the rest: the kernel boots again for the binaries not yet
 // run. An int3 oops that multi-threaded TCG made (splat.StaleInt3) is the
-// emulator's: that binary runs once more, and a second one makes its
-// tests an error, never a kernel failure. An error with a nil Run means the
-// run could not start.
-func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bins []vmtest.Binary, enc *json.Encoder, verbose bool, human io.Writer) (*results.Run, error) {
+// emulator's: that binary and those not yet run go again under
+// single-threaded TCG, which cannot run stale text, and a second one makes
+// its tests an error, never a kernel failure. An error with a nil Run means
+// the run could not start.
+func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary, enc *json.Encoder, verbose bool, human io.Writer) (*results.Run, error) {
 	e, source, err := v.expectation(k)
 	if err != nil {
 		return nil, err
 	}
-	b := v.newBackend(k, init)
 	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend)…\n", len(bins), k.Label(), b.Name())
 	s := &resultSink{run: results.NewRun(k.Label()), kernel: k.Label(), name: k.Name, json: enc, progress: progress(), started: time.Now()}
 	if verbose {
@@ -221,9 +221,12 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 	defer s.heartbeat(30 * time.Second)()
 	var runErr error
 	retried := map[string]bool{}
+	single := false
 	for todo := bins; len(todo) > 0; {
 		s.running, s.splats = "", nil
-		out, err := b.Run(ctx, k, v.job(k, todo, e), s)
+		job := v.job(k, todo, e)
+		job.SingleThreadTCG = single
+		out, err := b.Run(ctx, k, job, s)
 		s.endBoot()
 		if s.err != nil {
 			return nil, s.err
@@ -242,8 +245,8 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 		artefact := out != nil && out.Accel == "tcg" && (splat.StaleInt3(out.Console) ||
 			slices.ContainsFunc(s.splats, func(sp vmtest.Splat) bool { return splat.StaleInt3(sp.Lines) }))
 		if errors.Is(err, vmtest.ErrNoBoot) && artefact && !retried["boot"] && ctx.Err() == nil {
-			retried["boot"] = true
-			s.run.Note(fmt.Sprintf("%s: the boot died of an int3 oops at a live-patched site under TCG, the emulator's: booting again", k.Label()))
+			retried["boot"], single = true, true
+			s.run.Note(fmt.Sprintf("%s: the boot died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's: booting again, single-threaded", k.Label()))
 			continue
 		}
 		if !errors.Is(err, vmtest.ErrCrash) || errors.Is(err, vmtest.ErrNoBoot) || crashed == "" || ctx.Err() != nil {
@@ -261,14 +264,14 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, init string, bin
 		}
 		switch {
 		case artefact && !retried[crashed]:
-			retried[crashed] = true
-			s.run.Note(fmt.Sprintf("%s: an int3 oops at a live-patched site under TCG, the emulator's (it ran text a patch had changed): running %s again", k.Label(), crashed))
+			retried[crashed], single = true, true
+			s.run.Note(fmt.Sprintf("%s: an int3 oops at a live-patched site under multi-threaded TCG, the emulator's (one vCPU ran text another had patched): running %s and the rest again, single-threaded", k.Label(), crashed))
 			s.run.DropPackage(crashed)
 			next = append([]vmtest.Binary{binNamed(todo, crashed)}, next...)
 		case artefact:
 			s.run.Note(fmt.Sprintf("%s: the TCG int3 artefact again in %s: its tests count as not tested", k.Label(), crashed))
 			s.run.MarkArtefact(crashed)
-			runErr = cmp.Or(runErr, fmt.Errorf("%s could not be tested: multi-threaded TCG ran stale code twice (int3 at a live-patched site); try --accel kvm or --cpus 1", crashed))
+			runErr = cmp.Or(runErr, fmt.Errorf("%s could not be tested: TCG ran stale code twice, the second time single-threaded (int3 at a live-patched site); try --accel kvm", crashed))
 		default:
 			if out != nil && len(out.Console) > 0 {
 				s.run.AttachKernel("console at the end", out.Console)

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/vmtest"
+)
+
+// staleInt3 is the report of a vCPU that ran an int3 a live patch had
+// already taken out (the byte before RIP is not 0xcc).
+var staleInt3 = []string{
+	"[   13.78] Oops: int3: 0000 [#1] SMP NOPTI",
+	"[   13.78] RIP: 0010:__skb_get_hash_net+0x5d/0x270",
+	"[   13.78] Code: 48 83 c4 18 0f <1f> 44 00 00 0f b7 44 24 0a",
+}
+
+// int3Backend crashes the binary it runs with the TCG artefact on the
+// boots listed in stale, and passes it on the others; it records each
+// boot's job.
+type int3Backend struct {
+	stale map[int]bool
+	jobs  []vmtest.Job
+}
+
+func (f *int3Backend) Name() string { return "fake" }
+
+func (f *int3Backend) Run(ctx context.Context, k *kernels.Kernel, job vmtest.Job, sink vmtest.Sink) (*vmtest.Outcome, error) {
+	boot := len(f.jobs)
+	f.jobs = append(f.jobs, job)
+	out := &vmtest.Outcome{Accel: "tcg"}
+	for _, b := range job.Binaries {
+		sink.Start(b)
+		if f.stale[boot] {
+			sink.Splat(vmtest.Splat{Kind: "panic", Lines: staleInt3})
+			out.Console = staleInt3
+			return out, fmt.Errorf("%w: kernel panic", vmtest.ErrCrash)
+		}
+		sink.Output(b, []byte("=== RUN   TestX\n--- PASS: TestX (0.00s)\nPASS\n"))
+		sink.Exit(b, 0)
+	}
+	return out, nil
+}
+
+func TestRunOneStaleInt3(t *testing.T) {
+	bins := []vmtest.Binary{{Name: "example.org/suites/a"}, {Name: "example.org/suites/b"}}
+	k := &kernels.Kernel{Name: "debian:7.3", Release: "7.3.4"}
+	v := &vmFlags{}
+
+	t.Run("single-threaded again", func(t *testing.T) {
+		b := &int3Backend{stale: map[int]bool{0: true}}
+		r, err := runOne(context.Background(), v, k, b, bins, nil, false, io.Discard)
+		assert.NilError(t, err)
+		assert.Assert(t, is.Len(b.jobs, 2))
+		assert.Check(t, !b.jobs[0].SingleThreadTCG, "the first boot is multi-threaded")
+		assert.Check(t, b.jobs[1].SingleThreadTCG, "the boot after the artefact is single-threaded")
+		assert.Check(t, is.Len(b.jobs[1].Binaries, 2), "the crashed binary and the one not yet run")
+		assert.Check(t, !strings.Contains(fmt.Sprint(r.Err), "could not be tested"), r.Err)
+		assert.Check(t, strings.Contains(strings.Join(r.Notes, "\n"), "single-threaded"), r.Notes)
+	})
+	t.Run("twice is an error", func(t *testing.T) {
+		b := &int3Backend{stale: map[int]bool{0: true, 1: true}}
+		r, err := runOne(context.Background(), v, k, b, bins, nil, false, io.Discard)
+		assert.NilError(t, err)
+		assert.Check(t, is.ErrorContains(r.Err, "could not be tested"))
+		assert.Check(t, b.jobs[len(b.jobs)-1].SingleThreadTCG, "the rest stay single-threaded")
+	})
+}
