@@ -64,11 +64,29 @@ type Accounting struct {
 	// UncountedWhy says what freed the Uncounted frames and where their
 	// number comes from; String prints it.
 	UncountedWhy string
+	// MaybeCounted says a kernel may count the Uncounted frames in
+	// DeviceDrops or QdiscDrops after all: QDISC_BURST_DROP is in no
+	// counter on 7.2 and 7.3 (docs/findings/qdisc-burst-drop.md), in
+	// tx_dropped once fixed. Balanced then takes the ledger with or
+	// without them, which costs no exactness: the two sums differ by
+	// Uncounted, so while it is not 0 at most one of them equals Sent.
+	MaybeCounted bool
 }
 
 // Balanced reports whether every frame sent is accounted for exactly once.
 func (a Accounting) Balanced() bool {
-	return a.Sent == a.Received+a.DeviceDrops+a.QdiscDrops+a.QdiscBacklog+a.InDevice+a.Uncounted
+	return a.Sent == a.counted()+a.Uncounted || a.countedAbove()
+}
+
+// counted is the sum of the counted terms.
+func (a Accounting) counted() uint64 {
+	return a.Received + a.DeviceDrops + a.QdiscDrops + a.QdiscBacklog + a.InDevice
+}
+
+// countedAbove reports whether the ledger balances with the Uncounted
+// frames inside the counters, where MaybeCounted allows it.
+func (a Accounting) countedAbove() bool {
+	return a.MaybeCounted && a.Uncounted > 0 && a.Sent == a.counted()
 }
 
 func (a Accounting) String() string {
@@ -78,7 +96,10 @@ func (a Accounting) String() string {
 	}
 	s := fmt.Sprintf("sent %d %s received %d + device drops %d + qdisc drops %d + qdisc backlog %d + in device %d",
 		a.Sent, op, a.Received, a.DeviceDrops, a.QdiscDrops, a.QdiscBacklog, a.InDevice)
-	if a.Uncounted > 0 || a.UncountedWhy != "" {
+	switch {
+	case a.countedAbove():
+		s += fmt.Sprintf(" (the %d %s are in those counters on this kernel)", a.Uncounted, a.UncountedWhy)
+	case a.Uncounted > 0 || a.UncountedWhy != "":
 		s += fmt.Sprintf(" + uncounted %d (%s)", a.Uncounted, a.UncountedWhy)
 	}
 	return s

@@ -48,6 +48,8 @@ func TestBurstDropsCounted(t *testing.T) {
 		l := startLoad(t, r, loadOpts{senders: 2 * runtime.NumCPU(), stream: uint32(attempt-1) * 8, duration: loadDuration})
 		handed, err := l.wait()
 		assert.NilError(t, err)
+		// Settled: the burst drops in a counter (a kernel that counts
+		// them) or only on kfree_skb (one that does not).
 		s, err = r.settle(testContext(t), handed, l.lo, l.hi, base)
 		assert.NilError(t, err)
 		if s.a.Uncounted > 0 {

@@ -291,7 +291,7 @@ func (r *rig) account(handed uint64, lo, hi uint32, base snapshot) (state, error
 		QdiscBacklog: now.q.Qlen,
 	}
 	if r.burst != nil {
-		a.Uncounted, a.UncountedWhy = now.burst-base.burst, "QDISC_BURST_DROP before the qdisc, counted on kfree_skb"
+		a = dropmon.BookBurst(a, now.burst-base.burst)
 	}
 	return state{a: a, now: now}, nil
 }

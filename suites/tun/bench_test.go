@@ -13,6 +13,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
@@ -99,8 +100,11 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 	wg.Wait()
 	sending := time.Since(start)
 	total := sent.Load()
+	ledger := func(s sample) counters.Accounting {
+		return dropmon.BookBurst(counters.Accounting{Sent: total, Received: r.Total(), DeviceDrops: s.Link.TxDropped - base.Link.TxDropped, QdiscDrops: s.Q.Drops - base.Q.Drops}, s.burst)
+	}
 	st, werr := counters.WaitFor(context.Background(), waitLimit, te.sampler(burst), func(s sample) bool {
-		return s.Q.Qlen == 0 && total == r.Total()+(s.Link.TxDropped-base.Link.TxDropped)+(s.Q.Drops-base.Q.Drops)+s.burst
+		return s.Q.Qlen == 0 && ledger(s).Balanced()
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
@@ -113,8 +117,7 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 		assert.NilError(b, err)
 	}
 	tunLost := st.Link.TxDropped - base.Link.TxDropped
-	l := counters.Accounting{Sent: total, Received: r.Total(), DeviceDrops: tunLost, QdiscDrops: st.Q.Drops - base.Q.Drops,
-		Uncounted: st.burst, UncountedWhy: burstWhy}
+	l := ledger(st)
 	assert.NilError(b, werr, "every frame accounted after the senders stopped; %v", l)
 	checkStreams(b, l, sentBy(senders...), r)
 

@@ -44,9 +44,6 @@ func (te *tapEnv) burstDrops(t testing.TB) func() (uint64, error) {
 	return count
 }
 
-// burstWhy names the frames a ledger's Uncounted holds in the races.
-const burstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), refused with ENOBUFS, counted on kfree_skb"
-
 // sample is the tap's counters and the burst drops, read together.
 type sample struct {
 	state

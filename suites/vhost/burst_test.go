@@ -14,9 +14,6 @@ import (
 // tracepoint.
 const burstDropReason = feature.DropReasonQdiscBurst
 
-// burstWhy names the frames a ledger's Uncounted holds after a load.
-const burstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), refused with ENOBUFS, counted on kfree_skb"
-
 // watchBurstDrops counts, from now until the test ends, the frames the
 // kernel frees with burstDropReason on the rig's tap. A kernel whose enum
 // skb_drop_reason lacks it cannot drop that way, and the count stays 0.
