@@ -224,6 +224,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	single := false
 	for todo := bins; len(todo) > 0; {
 		s.running, s.splats = "", nil
+		reports := len(s.run.Tests)
 		job := v.job(k, todo, e)
 		job.SingleThreadTCG = single
 		out, err := b.Run(ctx, k, job, s)
@@ -246,6 +247,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 			slices.ContainsFunc(s.splats, func(sp vmtest.Splat) bool { return splat.StaleInt3(sp.Lines) }))
 		if errors.Is(err, vmtest.ErrNoBoot) && artefact && !retried["boot"] && ctx.Err() == nil {
 			retried["boot"], single = true, true
+			s.run.DropKernelReports(reports)
 			s.run.Note(fmt.Sprintf("%s: the boot died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's: booting again, single-threaded", k.Label()))
 			continue
 		}

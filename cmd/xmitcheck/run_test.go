@@ -26,8 +26,8 @@ var staleInt3 = []string{
 // boots listed in stale, and passes it on the others; it records each
 // boot's job.
 type int3Backend struct {
-	stale map[int]bool
-	jobs  []vmtest.Job
+	stale, staleBoot map[int]bool
+	jobs             []vmtest.Job
 }
 
 func (f *int3Backend) Name() string { return "fake" }
@@ -36,6 +36,11 @@ func (f *int3Backend) Run(ctx context.Context, k *kernels.Kernel, job vmtest.Job
 	boot := len(f.jobs)
 	f.jobs = append(f.jobs, job)
 	out := &vmtest.Outcome{Accel: "tcg"}
+	if f.staleBoot[boot] {
+		sink.Splat(vmtest.Splat{Kind: "panic", Lines: staleInt3})
+		out.Console = staleInt3
+		return out, fmt.Errorf("%w: %w: kernel panic", vmtest.ErrCrash, vmtest.ErrNoBoot)
+	}
 	for _, b := range job.Binaries {
 		sink.Start(b)
 		if f.stale[boot] {
@@ -64,6 +69,17 @@ func TestRunOneStaleInt3(t *testing.T) {
 		assert.Check(t, is.Len(b.jobs[1].Binaries, 2), "the crashed binary and the one not yet run")
 		assert.Check(t, !strings.Contains(fmt.Sprint(r.Err), "could not be tested"), r.Err)
 		assert.Check(t, strings.Contains(strings.Join(r.Notes, "\n"), "single-threaded"), r.Notes)
+	})
+	t.Run("at boot", func(t *testing.T) {
+		b := &int3Backend{staleBoot: map[int]bool{0: true}}
+		r, err := runOne(context.Background(), v, k, b, bins, nil, false, io.Discard)
+		assert.NilError(t, err)
+		assert.Assert(t, is.Len(b.jobs, 2))
+		assert.Check(t, b.jobs[1].SingleThreadTCG)
+		assert.Check(t, r.Err)
+		tally := r.Counts()
+		assert.Check(t, is.Equal(tally.Fail, 0), "the dead boot's panic is not a failure: %+v", tally)
+		assert.Check(t, is.Equal(tally.Pass, 2), "%+v", tally)
 	})
 	t.Run("twice is an error", func(t *testing.T) {
 		b := &int3Backend{stale: map[int]bool{0: true, 1: true}}

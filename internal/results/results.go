@@ -296,6 +296,13 @@ func (r *Run) DropPackage(pkg string) {
 	r.running = slices.DeleteFunc(r.running, func(t *Test) bool { return t.Package == pkg })
 }
 
+// DropKernelReports removes, from the from-th test on, the kernel reports
+// no test owned (AttachKernel with none running): those of a boot that
+// goes again because the emulator, not the kernel, killed it.
+func (r *Run) DropKernelReports(from int) {
+	r.Tests = append(r.Tests[:from:from], slices.DeleteFunc(r.Tests[from:], func(t *Test) bool { return t.Package == "kernel" })...)
+}
+
 // MarkArtefact makes pkg's failed and unfinished tests artefacts: the
 // emulator failed them, not the kernel.
 func (r *Run) MarkArtefact(pkg string) {
