@@ -8,14 +8,15 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/xmitcheck/xmitcheck/internal/margin"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 )
 
 // Bounded runs step on a goroutine of its own and fails tb when it has not
-// returned within limit. A teardown that blocks (unregistering a device
-// waits in netdev_run_todo for its last reference; closing vhost-net
-// flushes its worker) is a hang, not a slow step; the goroutine is then
-// left behind.
+// returned within limit (noted for its caller in package margin). A
+// teardown that blocks (unregistering a device waits in netdev_run_todo
+// for its last reference; closing vhost-net flushes its worker) is a hang,
+// not a slow step; the goroutine is then left behind.
 func Bounded(tb testing.TB, limit time.Duration, what string, step func() error) {
 	tb.Helper()
 	done := make(chan error, 1)
@@ -23,8 +24,10 @@ func Bounded(tb testing.TB, limit time.Duration, what string, step func() error)
 	go func() { done <- step() }()
 	select {
 	case err := <-done:
+		margin.Note(limit, time.Since(start), false)
 		assert.NilError(tb, err, "%s", what)
 	case <-time.After(limit):
+		margin.Note(limit, limit, true)
 		tb.Fatalf("%s: not returned after %v (the kernel is stuck in it)", what, limit)
 	}
 	if d := time.Since(start); d > time.Second {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/margin"
 )
 
 // PollInterval is how often WaitFor samples.
@@ -11,8 +13,10 @@ const PollInterval = 2 * time.Millisecond
 
 // WaitFor samples get until ok accepts a value or timeout passes. On
 // timeout the error carries the last value observed, so a failure shows the
-// state the kernel was stuck in.
+// state the kernel was stuck in. Each wait is noted for its caller in
+// package margin.
 func WaitFor[T any](ctx context.Context, timeout time.Duration, get func() (T, error), ok func(T) bool) (T, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(PollInterval)
@@ -23,10 +27,12 @@ func WaitFor[T any](ctx context.Context, timeout time.Duration, get func() (T, e
 			return v, err
 		}
 		if ok(v) {
+			margin.Note(timeout, time.Since(start), false)
 			return v, nil
 		}
 		select {
 		case <-ctx.Done():
+			margin.Note(timeout, time.Since(start), true)
 			return v, fmt.Errorf("waited %v, last observed: %v", timeout, v)
 		case <-t.C:
 		}

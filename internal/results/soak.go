@@ -1,18 +1,23 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/xmitcheck/xmitcheck/internal/margin"
 )
 
 // WriteSoak compares rounds of the same runs (rounds[i][k] is kernel k's
 // run in round i): every seed whose verdict changed between rounds and
-// every test whose status did, by name, with the rounds of each outcome.
-// It reports whether everything held still.
+// every test whose status did, by name, with the rounds of each outcome;
+// then how close each time-bounded wait came to its limit. It reports
+// whether everything held still.
 func WriteSoak(w io.Writer, rounds [][]*Run) bool {
+	writeMargins(w, rounds)
 	steady := true
 	for k := range rounds[0] {
 		kernel := rounds[0][k].Kernel
@@ -89,4 +94,40 @@ func outcomes[K ~string](m map[K][]int, why func(K, int) string) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Margins are the run's time-bounded waits, site by site, from the lines
+// its test binaries print when they end (package margin).
+func (r *Run) Margins() []margin.Site {
+	var all []margin.Site
+	for _, t := range r.Tests {
+		if t.Name != "" {
+			continue
+		}
+		for _, l := range t.Output {
+			if m, ok := margin.Parse(l); ok {
+				all = margin.Merge(all, m)
+			}
+		}
+	}
+	return all
+}
+
+// writeMargins prints each kernel's waits over all rounds, the tightest
+// first: the worst wait of each site against its limit.
+func writeMargins(w io.Writer, rounds [][]*Run) {
+	for k := range rounds[0] {
+		var all []margin.Site
+		for _, runs := range rounds {
+			all = margin.Merge(all, runs[k].Margins())
+		}
+		if len(all) == 0 {
+			continue
+		}
+		slices.SortStableFunc(all, func(a, b margin.Site) int { return cmp.Compare(a.Left(), b.Left()) })
+		fmt.Fprintf(w, "soak: %s: %d time-bounded waits, the worst of each over %d rounds, tightest first:\n", rounds[0][k].Kernel, len(all), len(rounds))
+		for _, s := range all {
+			fmt.Fprintf(w, "  %v\n", s)
+		}
+	}
 }

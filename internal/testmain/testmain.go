@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/xmitcheck/xmitcheck/internal/margin"
 )
 
 // settle bounds how long Run waits for closes that finish asynchronously
@@ -33,6 +35,8 @@ func Run(m *testing.M) int {
 	fds, errFD := openFDs()
 	links, errLink := linkNames()
 	code := m.Run()
+	// How close this binary's bounded waits came to their limits.
+	fmt.Println(margin.Line())
 	if errFD != nil || errLink != nil {
 		fmt.Fprintf(os.Stderr, "testmain: leak check not possible: %v %v\n", errFD, errLink)
 		return 1
