@@ -35,7 +35,10 @@ func TestBisectExit(t *testing.T) {
 		run  func() *results.Run
 		want int
 	}{
-		{"good", func() *results.Run { return run003(t, "pass", "003") }, bisectGood},
+		{"good", func() *results.Run {
+			return run003(t, "pass", "003", feature.Record{Seed: feature.Seed003, Shown: true, Why: "fast path taken"}.String())
+		}, bisectGood},
+		{"passed without showing 003", func() *results.Run { return run003(t, "pass", "003") }, bisectSkip},
 		{"broken", func() *results.Run { return run003(t, "fail", "003", "scheduled 12 times with defer_list non-empty") }, bisectBad},
 		{"absent where expected", func() *results.Run {
 			return run003(t, "skip", "003", feature.Record{Feature: feature.QdiscDeferList, Absent: true, Why: "no member"}.String())

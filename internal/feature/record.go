@@ -7,8 +7,9 @@ import (
 
 // Record is what a test tells the runner besides pass, fail or skip: which
 // seed it tests, which feature a probe found missing, which seed's
-// behaviour it saw absent, which known issue it saw. Tests write records as
-// log lines (Of, Require, Absent, Known); the runner reads them back with
+// behaviour it saw present or absent, which known issue it saw. Tests
+// write records as log lines (Of, Require, Shows, Absent, Known); the
+// runner reads them back with
 // ParseRecord to decide one verdict per seed.
 type Record struct {
 	// Seed alone tags the test (and its subtests) as a test of the seed;
@@ -17,6 +18,9 @@ type Record struct {
 	// Feature with Absent: a probe found the feature missing.
 	Feature Feature `json:"feature,omitempty"`
 	Absent  bool    `json:"absent,omitempty"`
+	// Shown with Seed: the test observed the seed's behaviour itself (not
+	// only something every kernel does); see Shows.
+	Shown bool `json:"shown,omitempty"`
 	// Issue: the test observed exactly this known defect.
 	Issue Issue `json:"issue,omitempty"`
 	// Why is what the probe read or the test observed.

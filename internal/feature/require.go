@@ -32,6 +32,18 @@ func Require(tb testing.TB, err error) {
 	tb.Skip(err.Error())
 }
 
+// Shows records that tb observed seed's behaviour itself (what, in why):
+// the queue stopped where the seed stops it, the program ran where the
+// seed runs it. A seed is present on a kernel only where a test that
+// recorded this passed; tests that pass with or without the seed (a
+// ledger that balances, a queue that never stalls) can make it BROKEN but
+// never present, so a run of only those (a -run that left the others out)
+// is an error, not a green verdict.
+func Shows(tb testing.TB, seed Seed, why string) {
+	tb.Helper()
+	tb.Log(Record{Seed: seed, Shown: true, Why: why}.String())
+}
+
 // Absent ends tb on a kernel that showed the behaviour from before seed,
 // exactly (what the test observed in why): no probe of a feature can tell,
 // only the behaviour. Where the expectation says the seed is absent that is

@@ -162,3 +162,41 @@ func callsOf(s ast.Stmt) bool {
 	}
 	return callName(call.Fun) == "feature.Of"
 }
+
+// TestEverySeedIsShown holds every seed to a test that can make it
+// present: some suite test calls feature.Shows(t, feature.SeedX, …) for it.
+func TestEverySeedIsShown(t *testing.T) {
+	consts := map[Seed]string{} // value -> constant name
+	f, err := parser.ParseFile(token.NewFileSet(), "names.go", nil, 0)
+	assert.NilError(t, err)
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Seed" {
+					lit := vs.Values[0].(*ast.BasicLit)
+					consts[Seed(strings.Trim(lit.Value, `"`))] = vs.Names[0].Name
+				}
+			}
+		}
+	}
+	shown := map[string]bool{}
+	for path, file := range repoFiles(t) {
+		if !strings.HasPrefix(path, "suites/") {
+			continue
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && callName(call.Fun) == "feature.Shows" && len(call.Args) == 3 {
+				if name, ok := featureSel(call.Args[1]); ok {
+					shown[name] = true
+				}
+			}
+			return true
+		})
+	}
+	for _, s := range Seeds {
+		if !shown[consts[s.Seed]] {
+			t.Errorf("seed %s: no suite test calls feature.Shows(t, feature.%s, …): it could never be present", s.Seed, consts[s.Seed])
+		}
+	}
+}

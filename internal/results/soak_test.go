@@ -12,7 +12,7 @@ import (
 
 func TestWriteSoak(t *testing.T) {
 	round := func(race string) []*Run {
-		return []*Run{judged(t, "003", nil, []string{"TestA", "pass", tag(feature.Seed003)}, []string{"TestRace", race, tag(feature.Seed003), "race_test.go:9: lost 3 frames"})}
+		return []*Run{judged(t, "003", nil, []string{"TestA", "pass", tag(feature.Seed003), shows(feature.Seed003)}, []string{"TestRace", race, tag(feature.Seed003), "race_test.go:9: lost 3 frames"})}
 	}
 	var b bytes.Buffer
 	assert.Check(t, WriteSoak(&b, [][]*Run{round("pass"), round("pass")}))
@@ -27,7 +27,7 @@ func TestWriteSoak(t *testing.T) {
 func TestSoakMargins(t *testing.T) {
 	round := func(worst string) []*Run {
 		line := `xmitcheck:{"margins":[{"site":"qdisc/rig_test.go:302","limit":15000000000,"worst":` + worst + `,"n":4},{"site":"tun/env_test.go:9","limit":1000000000,"worst":900000000,"n":1}]}`
-		return []*Run{judged(t, "003", nil, []string{"TestA", "pass", tag(feature.Seed003)}, []string{"", "pass", line})}
+		return []*Run{judged(t, "003", nil, []string{"TestA", "pass", tag(feature.Seed003), shows(feature.Seed003)}, []string{"", "pass", line})}
 	}
 	rounds := [][]*Run{round("1200000000"), round("3000000000")}
 	assert.Check(t, is.DeepEqual(rounds[1][0].Margins()[0].Worst.String(), "3s"))

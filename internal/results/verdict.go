@@ -77,7 +77,7 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 				continue
 			}
 			recs[t] = append(recs[t], rec)
-			if rec.Seed != "" && !rec.Absent {
+			if rec.Seed != "" && !rec.Absent && !rec.Shown {
 				tags[key(t.Package, t.Name)] = rec.Seed
 			}
 		}
@@ -100,6 +100,8 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 		ran, passed, skipped int
 		broken, absent       string
 		skipWhy, untested    string
+		// shown is the first passed test that saw the behaviour.
+		shown string
 	}
 	by := map[feature.Seed]*tally{}
 	get := func(s feature.Seed) *tally {
@@ -115,6 +117,10 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 		explained := false
 		for _, rec := range recs[t] {
 			switch {
+			case rec.Shown && t.Status == Pass:
+				if a := get(rec.Seed); a.shown == "" {
+					a.shown = fmt.Sprintf("%s.%s: %s", shortPackage(t.Package), t.Name, rec.Why)
+				}
 			case rec.Seed != "" && rec.Absent:
 				if a := get(rec.Seed); a.absent == "" {
 					a.absent = rec.Why
@@ -193,11 +199,14 @@ func (r *Run) Judge(e feature.Expectation, source string) {
 			v.State, v.Why = Error, a.untested
 		case r.Err != nil && a.passed == 0:
 			v.State, v.Why = Error, r.Err.Error()
+		case a.passed > 0 && a.shown == "":
+			v.State, v.Why = Error, fmt.Sprintf("%d tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; run the whole package, or a -run that keeps such a test", a.passed)
 		case a.passed > 0:
 			v.State, v.Why = Present, fmt.Sprintf("passed: %d tests", a.passed)
 			if a.skipped > 0 {
 				v.Why += fmt.Sprintf(", %d skipped", a.skipped)
 			}
+			v.Why += "; shown by " + a.shown
 		case a.skipped > 0:
 			v.State, v.Why = Error, "every test skipped, none for a reason about the seed; first: "+a.skipWhy
 		default:

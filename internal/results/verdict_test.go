@@ -31,6 +31,11 @@ func judged(t *testing.T, expect string, runErr error, tests ...[]string) *Run {
 
 func tag(s feature.Seed) string { return feature.Record{Seed: s}.String() }
 
+// shows is the record of a test that saw seed s's behaviour.
+func shows(s feature.Seed) string {
+	return feature.Record{Seed: s, Shown: true, Why: "queue stopped"}.String()
+}
+
 func TestJudge(t *testing.T) {
 	probe := feature.Record{Feature: feature.IFFBackpressure, Absent: true, Why: "TUNGETFEATURES=0x7173 lacks 0x80"}.String()
 	for _, tc := range []struct {
@@ -41,8 +46,12 @@ func TestJudge(t *testing.T) {
 		want     Verdict
 		mismatch bool
 	}{
-		{"present", "000-tun", nil, [][]string{{"TestA", "pass", tag(feature.Seed000Tun)}, {"TestA/sub", "pass"}},
-			Verdict{Seed: feature.Seed000Tun, State: Present, Why: "passed: 1 tests", Want: Present}, false},
+		{"present", "000-tun", nil, [][]string{{"TestA", "pass", tag(feature.Seed000Tun)}, {"TestA/sub", "pass", shows(feature.Seed000Tun)}},
+			Verdict{Seed: feature.Seed000Tun, State: Present, Why: "passed: 1 tests; shown by suites/tun.TestA/sub: queue stopped", Want: Present}, false},
+		{"passed, but nothing showed the behaviour", "000-tun", nil, [][]string{{"TestA", "pass", tag(feature.Seed000Tun)}, {"TestA/sub", "pass"}},
+			Verdict{Seed: feature.Seed000Tun, State: Error, Why: "1 tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; run the whole package, or a -run that keeps such a test", Want: Present}, true},
+		{"shown by a test that then failed", "000-tun", nil, [][]string{{"TestA", "fail", tag(feature.Seed000Tun), shows(feature.Seed000Tun), "a_test.go:9: lost 3 frames"}, {"TestB", "pass", tag(feature.Seed000Tun)}},
+			Verdict{Seed: feature.Seed000Tun, State: Broken, Why: "suites/tun.TestA: a_test.go:7: a_test.go:9: lost 3 frames", Want: Present}, true},
 		{"a probe says absent, as expected", "!000-tun", nil, [][]string{{"TestA", "pass", tag(feature.Seed000Tun)}, {"TestB", "skip", tag(feature.Seed000Tun), probe, "kernel lacks IFF_BACKPRESSURE"}},
 			Verdict{Seed: feature.Seed000Tun, State: Absent, Why: "IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)", Want: Absent}, false},
 		{"a probe says absent where expected present", "000-tun", nil, [][]string{{"TestB", "fail", tag(feature.Seed000Tun), probe, "kernel lacks IFF_BACKPRESSURE, but …"}},
@@ -55,8 +64,8 @@ func TestJudge(t *testing.T) {
 			Verdict{Seed: feature.Seed003, State: Error, Why: "qemu failed", Want: Present}, true},
 		{"every test skipped for another reason", "", nil, [][]string{{"TestX", "skip", tag(feature.Seed003), "needs 4 CPUs"}},
 			Verdict{Seed: feature.Seed003, State: Error, Why: "every test skipped, none for a reason about the seed; first: TestX: needs 4 CPUs"}, true},
-		{"a known issue allowed", "004", nil, [][]string{{"TestSame", "skip", tag(feature.Seed004), "XFAIL known kernel issue devmap-same-device: …"}},
-			Verdict{Seed: feature.Seed004, State: Present, Why: "passed: 1 tests", Want: Present}, false},
+		{"a known issue allowed", "004", nil, [][]string{{"TestOrdering", "pass", tag(feature.Seed004), shows(feature.Seed004)}, {"TestSame", "skip", tag(feature.Seed004), "XFAIL known kernel issue devmap-same-device: …"}},
+			Verdict{Seed: feature.Seed004, State: Present, Why: "passed: 2 tests; shown by suites/tun.TestOrdering: queue stopped", Want: Present}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := judged(t, tc.expect, tc.err, tc.tests...)
@@ -70,7 +79,7 @@ func TestJudge(t *testing.T) {
 
 func TestJudgeFeatureMiss(t *testing.T) {
 	miss := feature.Record{Feature: feature.FqCodel, Absent: true, Why: "RTM_NEWQDISC fq_codel: ENOENT"}.String()
-	r := judged(t, "fq_codel,000-tun", nil, []string{"TestA", "fail", tag(feature.Seed000Tun)}, []string{"TestA/pfifo", "pass"}, []string{"TestA/fq_codel", "fail", miss, "kernel lacks fq_codel, but …"})
+	r := judged(t, "fq_codel,000-tun", nil, []string{"TestA", "fail", tag(feature.Seed000Tun)}, []string{"TestA/pfifo", "pass", shows(feature.Seed000Tun)}, []string{"TestA/fq_codel", "fail", miss, "kernel lacks fq_codel, but …"})
 	assert.Check(t, is.DeepEqual(r.Misses, []FeatureMiss{{Feature: feature.FqCodel, Probe: "RTM_NEWQDISC fq_codel: ENOENT", Test: "suites/tun.TestA/fq_codel"}}))
 	v, _ := r.verdict(feature.Seed000Tun)
 	assert.Check(t, is.Equal(v.State, Present), "a missing fq_codel says nothing about seed 000")

@@ -73,6 +73,11 @@ func TestOrdering(t *testing.T) {
 
 					got := r.Runs(t)
 					if Equal(got, want) {
+						// Only where flushing differs from enqueueing
+						// does the order tell the seed.
+						if d.Path() == Native && !Equal(want, EnqueueTime(tr, entries)) {
+							feature.Shows(t, feature.Seed004, fmt.Sprintf("the devmap programs ran at flush: %s", Shape(got)))
+						}
 						return
 					}
 					if d.Path() == Native && Equal(got, EnqueueTime(tr, entries)) {

@@ -76,6 +76,7 @@ func TestFastPath(t *testing.T) {
 		}
 		assert.NilError(t, stranded, "frames stranded after the senders stopped (lost wake-up?); %v", c)
 		assert.NilError(t, enough, "the load made too few calls that found q->defer_list non-empty with SCHED clear in %v (want %d): the test proves nothing; %v; %v", elapsed.Round(time.Millisecond), fastPathWant, c, s)
+		feature.Shows(t, feature.Seed003, fmt.Sprintf("%d calls of __netif_schedule() found q->defer_list non-empty with SCHED clear, none scheduled the qdisc", c.Unscheduled))
 		perPkt := func(d uint64) float64 { return float64(d) / float64(max(s.a.Received, 1)) }
 		t.Logf("%v, %d senders: %v; per delivered packet: %.3f NET_TX raises, %.3f NET_TX runs; %v",
 			elapsed.Round(time.Millisecond), n, c, perPkt(c.Raises), perPkt(runs1-runs0), s)

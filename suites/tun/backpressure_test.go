@@ -45,6 +45,7 @@ func TestBackpressure(t *testing.T) {
 			assert.Check(t, is.Equal(st.Link.TxDropped, uint64(0)), "tun drops; %v", l)
 			assert.Check(t, is.Equal(st.Q.Drops, uint64(f.qdiscDrops)), "qdisc drops; %v", l)
 			assert.Check(t, is.Equal(res.Refused, uint64(f.qdiscDrops)), "sendto ENOBUFS are the qdisc's drops; %v", l)
+			feature.Shows(t, feature.Seed000Tun, fmt.Sprintf("the full ring of %d stopped the queue: the qdisc held %d, tun dropped none", tc.ring, st.Q.Qlen))
 
 			r := traffic.NewReader(te.dev.File)
 			readExactly(t, r, f.ring+f.backlog)
@@ -99,6 +100,7 @@ func TestBackpressure(t *testing.T) {
 			})
 			l := account(res.Sent+res.Refused, ring/2, st, ring)
 			assert.Assert(t, l.Balanced(), "%v", l)
+			feature.Shows(t, feature.Seed000Tun, fmt.Sprintf("ring %d: the %d-th read woke the queue, not one before", ring, ring/2))
 
 			readExactly(t, r, n-ring/2)
 			got := n + drain(t, r)

@@ -73,6 +73,9 @@ func TestClassify(t *testing.T) {
 				}
 				assert.Check(t, is.Equal(c.shape, want), "flag asked %v, offered %v, qdisc %s; %v", flag, offered, qdisc, c)
 				assert.Check(t, is.Equal(c.enetdown, 0), "sendto ENETDOWN: the queue was stopped with no qdisc to hold frames; %v", c)
+				if c.shape == "backpressure" {
+					feature.Shows(t, feature.Seed000Tun, "flag on, pfifo: the queue stopped at the full ring and the qdisc held the rest")
+				}
 			})
 		}
 	}
@@ -87,7 +90,8 @@ func stopByDefault(t *testing.T, c classified) {
 	extra := uint64(c.n - c.ring)
 	switch {
 	case c.shape == "backpressure" && c.st.Q.Drops == 0 && c.enetdown == 0 && c.read == c.n && readFirst(c.r, 1, c.n):
-		t.Logf("seed 002: the queue stopped at txqueuelen without the flag; %v", c)
+		feature.Shows(t, feature.Seed002, fmt.Sprintf("flag off, pfifo: the queue stopped at txqueuelen %d, the qdisc held the rest, every frame read in order", c.ring))
+		t.Logf("%v", c)
 	case c.shape == "taildrop" && c.st.Link.TxDropped == extra && c.st.Q.Drops == 0 && c.res.Refused == 0 &&
 		c.enetdown == 0 && c.read == c.ring && readFirst(c.r, 1, c.ring):
 		feature.Absent(t, feature.Seed002, fmt.Sprintf(
