@@ -9,22 +9,25 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/margin"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 )
 
 // progressPeriod is the longest the consumer may go without a new frame
-// while the senders run; progressPeriods is how many periods one test
-// watches. The load runs until then, bounded by progressHardStop.
+// while the senders run; the test watches progressWatch of load, sampling
+// every progressSample. The load is bounded by progressHardStop.
 const (
 	progressPeriod   = 500 * time.Millisecond
-	progressPeriods  = 4
+	progressWatch    = 2 * time.Second
+	progressSample   = 10 * time.Millisecond
 	progressHardStop = 30 * time.Second
 )
 
 // TestProgress watches delivery while 2×vCPUs senders and the consumer run:
-// the delivered count must grow in every progressPeriod. A stall (a queue
-// stopped and never woken, a qdisc nobody runs) fails with the qdisc and
-// device state of the moment.
+// the delivered count must never stand still for progressPeriod (a sliding
+// window, sampled every progressSample). A stall (a queue stopped and never
+// woken, a qdisc nobody runs) fails with the qdisc and device state of the
+// moment; the longest gap is noted for the soak's margins.
 func TestProgress(t *testing.T) {
 	feature.Of(t, feature.Seed003)
 	n := 2 * runtime.NumCPU()
@@ -38,29 +41,36 @@ func TestProgress(t *testing.T) {
 				assert.NilError(t, err)
 
 				l := startLoad(t, r, loadOpts{senders: n, duration: progressHardStop})
-				tick := time.NewTicker(progressPeriod)
+				tick := time.NewTicker(progressSample)
 				defer tick.Stop()
 				var prev uint64
-				for period := 1; period <= progressPeriods; period++ {
+				start := time.Now()
+				grew, worst := start, time.Duration(0)
+				for now := start; now.Sub(start) < progressWatch; {
 					select {
 					case <-l.done:
 						_, err := l.wait()
-						t.Fatalf("the senders stopped after %d of %d periods (hard stop %v): %v", period-1, progressPeriods, progressHardStop, err)
-					case <-tick.C:
+						t.Fatalf("the senders stopped after %v of %v (hard stop %v): %v", time.Since(start), progressWatch, progressHardStop, err)
+					case now = <-tick.C:
 					}
 					got, err := r.delivered(l.lo, l.hi)
 					assert.NilError(t, err)
-					if got <= prev {
+					if got > prev {
+						worst, grew, prev = max(worst, now.Sub(grew)), now, got
+						continue
+					}
+					if gap := now.Sub(grew); gap >= progressPeriod {
+						margin.Note(progressPeriod, gap, true)
 						l.stop()
 						s, err := r.account(l.handed.Load(), l.lo, l.hi, base)
 						assert.NilError(t, err)
-						t.Fatalf("no frame delivered in period %d (%v): delivered stuck at %d; state: %v", period, progressPeriod, got, s)
+						t.Fatalf("no frame delivered for %v after %v of load: delivered stuck at %d; state: %v", gap.Round(time.Millisecond), grew.Sub(start).Round(time.Millisecond), got, s)
 					}
-					prev = got
 				}
+				margin.Note(progressPeriod, worst, false)
 				_, err = l.stop()
 				assert.NilError(t, err)
-				t.Logf("delivery grew in each of %d periods of %v; %d frames delivered", progressPeriods, progressPeriod, prev)
+				t.Logf("delivery never stood still for %v in %v (longest %v); %d frames delivered", progressPeriod, progressWatch, worst.Round(time.Millisecond), prev)
 			})
 		}
 	}
