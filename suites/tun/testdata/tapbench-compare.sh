@@ -35,7 +35,7 @@ for round in $(seq 1 "$rounds"); do
 			-test.benchtime "${secs}s" >"$tmp/go.out"
 		awk -v r="$round" -v t="$threads" '
 			/^BenchmarkTap\// { for (i = 2; i <= NF; i++) v[$i] = $(i-1) }
-			END { printf "%d %d Go %.0f %.0f %.0f\n", r, t, v["tx_pps"], v["rx_pps"], v["tx/cpu_s"] }' "$tmp/go.out"
+			END { printf "%d %d Go %.0f %.0f %.0f\n", r, t, v["tx-pps"], v["rx-pps"], v["tx/cpu_s"] }' "$tmp/go.out"
 	done
 done | tee "$tmp/runs"
 
