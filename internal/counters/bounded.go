@@ -49,6 +49,21 @@ func Hold(tb testing.TB, d time.Duration, what string, check func() error) {
 	}
 }
 
+// Holds samples get for d and fails tb as soon as ok rejects a value (Hold
+// on a state); it returns the last value.
+func Holds[T any](tb testing.TB, d time.Duration, what string, get func() (T, error), ok func(T) bool) T {
+	tb.Helper()
+	var v T
+	Hold(tb, d, what, func() error {
+		var err error
+		if v, err = get(); err == nil && !ok(v) {
+			err = fmt.Errorf("did not hold: %v", v)
+		}
+		return err
+	})
+	return v
+}
+
 // Rounds runs round n times as subtests round=1, round=2, … and checks
 // after each that e has, within limit, exactly the sockets it had before
 // the first (netenv.Env.SocketsUsed): a teardown that leaks a frame keeps

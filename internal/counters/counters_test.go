@@ -88,6 +88,17 @@ func TestBoundedAndHold(t *testing.T) {
 		})
 	}()
 	assert.Check(t, is.Contains(ft.msg, "a counter that moves: moved to 4"))
+
+	n := 0
+	get := func() (int, error) { n++; return n, nil }
+	last := Holds(t, 20*time.Millisecond, "a state that stays", get, func(int) bool { return true })
+	assert.Check(t, is.Equal(last, n), "the last value read")
+	func() {
+		defer func() { recover() }()
+		n = 0
+		Holds(ft, time.Second, "a state that moves", get, func(v int) bool { return v < 3 })
+	}()
+	assert.Check(t, is.Contains(ft.msg, "a state that moves: did not hold: 3"))
 }
 
 // fatalRecorder keeps what Fatalf said and stops the calling function.

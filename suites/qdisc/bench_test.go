@@ -37,9 +37,7 @@ func BenchmarkContention(b *testing.B) {
 		for _, kind := range qdiscs {
 			for _, n := range senderCounts() {
 				b.Run(fmt.Sprintf("%s/%s/senders=%d", c.name, kind, n), func(b *testing.B) {
-					e := netenv.New(b)
-					r := c.build(b, e)
-					r.setQdisc(b, kind)
+					r := c.rig(b, kind)
 					measure(b, r, n, true)
 				})
 			}

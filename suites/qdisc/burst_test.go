@@ -12,7 +12,6 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
 )
 
 // maxBurstSysctl bounds q->defer_list: __dev_xmit_skb() frees a frame with
@@ -36,9 +35,7 @@ func TestBurstDropsCounted(t *testing.T) {
 	_, err := dropmon.Reason(feature.DropReasonQdiscBurst)
 	feature.Require(t, err)
 	setMaxBurst(t, 1)
-	e := netenv.New(t)
-	r := vethPath.build(t, e)
-	r.setQdisc(t, "pfifo")
+	r := vethPath.rig(t, "pfifo")
 	assert.Assert(t, r.burst != nil, "the rig counts no burst drops although the kernel has the reason")
 
 	var s state

@@ -13,7 +13,6 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
 )
 
 const (
@@ -41,9 +40,7 @@ func TestFastPath(t *testing.T) {
 	feature.Require(t, probeDeferList())
 	n := 2 * runtime.NumCPU()
 	t.Run(fmt.Sprintf("%s/pfifo/senders=%d", vethFast.name, n), func(t *testing.T) {
-		e := netenv.New(t)
-		r := vethFast.build(t, e)
-		r.setQdisc(t, "pfifo")
+		r := vethFast.rig(t, "pfifo")
 		tr := traceFastPath(t, r.dev.Attrs().Index)
 		base, err := r.snap()
 		assert.NilError(t, err)

@@ -10,7 +10,6 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
 )
 
 // loadDuration is how long the senders of a test run: short, bounded, and
@@ -46,9 +45,7 @@ func TestNoStrandedPackets(t *testing.T) {
 		for _, kind := range qdiscs {
 			for _, n := range senderCounts() {
 				t.Run(fmt.Sprintf("%s/%s/senders=%d", p.name, kind, n), func(t *testing.T) {
-					e := netenv.New(t)
-					r := p.build(t, e)
-					r.setQdisc(t, kind)
+					r := p.rig(t, kind)
 					base, err := r.snap()
 					assert.NilError(t, err)
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/margin"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
 )
 
 // progressPeriod is the longest the consumer may go without a new frame
@@ -34,9 +33,7 @@ func TestProgress(t *testing.T) {
 	for _, p := range paths {
 		for _, kind := range qdiscs {
 			t.Run(fmt.Sprintf("%s/%s/senders=%d", p.name, kind, n), func(t *testing.T) {
-				e := netenv.New(t)
-				r := p.build(t, e)
-				r.setQdisc(t, kind)
+				r := p.rig(t, kind)
 				base, err := r.snap()
 				assert.NilError(t, err)
 

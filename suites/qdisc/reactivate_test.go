@@ -10,7 +10,6 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
 )
 
 const (
@@ -64,9 +63,7 @@ func TestReactivate(t *testing.T) {
 	for _, p := range paths {
 		for _, act := range reactivations {
 			t.Run(fmt.Sprintf("%s/%s/senders=%d", p.name, act.name, n), func(t *testing.T) {
-				e := netenv.New(t)
-				r := p.build(t, e)
-				r.setQdisc(t, "pfifo")
+				r := p.rig(t, "pfifo")
 				ctx := testContext(t)
 
 				l := startLoad(t, r, loadOpts{senders: n, duration: time.Minute, tolerateDown: true})
@@ -85,7 +82,7 @@ func TestReactivate(t *testing.T) {
 				_, err := l.stop()
 				assert.NilError(t, err)
 				q, err := counters.WaitFor(ctx, settleTimeout, func() (counters.Qdisc, error) {
-					return counters.ReadRootQdisc(e, r.dev.Attrs().Name)
+					return counters.ReadRootQdisc(r.e, r.dev.Attrs().Name)
 				}, func(q counters.Qdisc) bool { return q.Qlen == 0 })
 				assert.NilError(t, err, "backlog stranded in the reactivated qdisc")
 				t.Logf("after %d cycles of %s: %v; %d sends met ENETDOWN", cycles, act.name, q, l.down.Load())

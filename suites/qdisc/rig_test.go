@@ -57,6 +57,14 @@ type path struct {
 	build func(tb testing.TB, e *netenv.Env) *rig
 }
 
+// rig builds p in a namespace of its own, with a kind root qdisc.
+func (p path) rig(tb testing.TB, kind string) *rig {
+	tb.Helper()
+	r := p.build(tb, netenv.New(tb))
+	r.setQdisc(tb, kind)
+	return r
+}
+
 var (
 	vethPath = path{"veth_xdp", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, consumerSpin) }}
 	// vethFast drains as fast as XDP can: the qdisc, not the consumer, is

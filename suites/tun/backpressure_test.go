@@ -34,12 +34,8 @@ func TestBackpressure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tapOpts{ring: tc.ring, limit: tc.limit, flags: tuntap.IFFBackpressure}
-			f := idleFate(o, tc.n)
-			assert.Equal(t, f, fate{ring: tc.ring, backlog: tc.wantBklog, qdiscDrops: tc.wantQDrops}, "model")
-			te := newTap(t, o)
-			s := te.sender(t, 1)
-			res := send(t, s, tc.n)
-			st := te.stopped(t, state{}, f)
+			assert.Equal(t, idleFate(o, tc.n), fate{ring: tc.ring, backlog: tc.wantBklog, qdiscDrops: tc.wantQDrops}, "model")
+			te, s, res, f, st := fill(t, o, tc.n)
 			l := account(res.Sent+res.Refused, 0, st, f.ring)
 			assert.Assert(t, l.Balanced(), "%v", l)
 			assert.Check(t, is.Equal(st.Link.TxDropped, uint64(0)), "tun drops; %v", l)
@@ -61,13 +57,13 @@ func TestBackpressure(t *testing.T) {
 		})
 	}
 
-	// Invariant 3: without a qdisc there is nothing to hold frames, so the
-	// flag must leave tail-drop exactly as it was.
+	// NoqueueKeepsTailDrop: without a qdisc there is nothing to hold
+	// frames, so the flag must leave tail-drop exactly as it was.
 	t.Run("NoqueueKeepsTailDrop", func(t *testing.T) {
 		checkTailDrop(t, tapOpts{ring: 16, flags: tuntap.IFFBackpressure})
 	})
 
-	// Invariant 4: ptr_ring frees consumed slots in batches of
+	// WakeHysteresis: ptr_ring frees consumed slots in batches of
 	// 2*SMP_CACHE_BYTES/8 = 16 (1 when that exceeds R/2); both ring sizes
 	// here make R/2 a multiple of the batch, so the R/2-th read frees
 	// exactly R/2 slots and exactly R/2 frames move from the qdisc. The
@@ -79,11 +75,7 @@ func TestBackpressure(t *testing.T) {
 		t.Run(fmt.Sprintf("WakeHysteresis/ring=%d", ring), func(t *testing.T) {
 			o := tapOpts{ring: ring, limit: 1000, flags: tuntap.IFFBackpressure}
 			n := 2 * ring
-			f := idleFate(o, n)
-			te := newTap(t, o)
-			s := te.sender(t, 1)
-			res := send(t, s, n)
-			te.stopped(t, state{}, f)
+			te, s, res, f, _ := fill(t, o, n)
 			r := traffic.NewReader(te.dev.File)
 
 			readExactly(t, r, ring/2-1)

@@ -195,16 +195,7 @@ func (te *tapEnv) waitState(t testing.TB, what string, ok func(state) bool) stat
 // holdState checks that ok keeps accepting the state for holdFor.
 func (te *tapEnv) holdState(t testing.TB, what string, ok func(state) bool) state {
 	t.Helper()
-	end := time.Now().Add(holdFor)
-	for {
-		s, err := te.state()
-		assert.NilError(t, err)
-		assert.Assert(t, ok(s), "%s did not hold: %v", what, s)
-		if time.Now().After(end) {
-			return s
-		}
-		time.Sleep(counters.PollInterval)
-	}
+	return counters.Holds(t, holdFor, what, te.state, ok)
 }
 
 // fate is where frames sent to a tap with an idle reader end up.
@@ -266,6 +257,19 @@ func readExactly(t testing.TB, r queueReader, n int) {
 }
 
 func isENETDOWN(err error) bool { return errors.Is(err, unix.ENETDOWN) }
+
+// fill makes a tap with o, sends it n frames from sender 1 while nobody
+// reads, and waits until they reach idleFate's fate: the start of most tun
+// tests. It returns the tap, the sender, what it sent, the fate and the
+// state that showed it.
+func fill(t testing.TB, o tapOpts, n int) (*tapEnv, *traffic.Sender, traffic.Result, fate, state) {
+	t.Helper()
+	f := idleFate(o, n)
+	te := newTap(t, o)
+	s := te.sender(t, 1)
+	res := send(t, s, n)
+	return te, s, res, f, te.stopped(t, state{}, f)
+}
 
 // stopped waits for frames sent to an idle reader to reach their fate f:
 // the qdisc holds f.backlog and tun dropped f.tunDrops more than in base.

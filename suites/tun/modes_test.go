@@ -47,11 +47,7 @@ func TestModes(t *testing.T) {
 			t.Run(m.name+"/"+v.name, func(t *testing.T) {
 				o := tapOpts{ring: 16, limit: 1000, kind: m.kind, flags: m.flags | v.flags}
 				n := o.ring + 40
-				f := idleFate(o, n)
-				te := newTap(t, o)
-				s := te.sender(t, 1)
-				res := send(t, s, n)
-				st := te.stopped(t, state{}, f)
+				te, s, res, f, st := fill(t, o, n)
 				l := account(res.Sent+res.Refused, 0, st, f.ring)
 				assert.Assert(t, l.Balanced(), "%v", l)
 

@@ -3,7 +3,6 @@ package tun
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"gotest.tools/v3/assert"
@@ -86,16 +85,7 @@ func (m *mqTap) waitQueues(t *testing.T, what string, ok func(queueState) bool) 
 // holdQueues checks that ok keeps accepting the queues' state for holdFor.
 func (m *mqTap) holdQueues(t *testing.T, what string, ok func(queueState) bool) queueState {
 	t.Helper()
-	end := time.Now().Add(holdFor)
-	for {
-		qs, err := m.queueState()
-		assert.NilError(t, err)
-		assert.Assert(t, ok(qs), "%s did not hold: %v", what, qs)
-		if time.Now().After(end) {
-			return qs
-		}
-		time.Sleep(counters.PollInterval)
-	}
+	return counters.Holds(t, holdFor, what, m.queueState, ok)
 }
 
 // TestMultiQueue is the no-stall rule per queue: one queue whose

@@ -51,11 +51,7 @@ func TestNoStall(t *testing.T) {
 		t.Run("DrainFlushesBacklog/"+v.name, func(t *testing.T) {
 			o := tapOpts{ring: 16, limit: 1000, flags: v.flags}
 			n := o.ring + 200
-			f := idleFate(o, n)
-			te := newTap(t, o)
-			s := te.sender(t, 1)
-			res := send(t, s, n)
-			te.stopped(t, state{}, f)
+			te, s, res, f, _ := fill(t, o, n)
 			r := traffic.NewReader(te.dev.File)
 			readExactly(t, r, f.ring+f.backlog)
 			got := f.ring + f.backlog + drain(t, r)
@@ -83,11 +79,7 @@ func TestNoStall(t *testing.T) {
 		t.Run("LinkDownUp/"+v.name, func(t *testing.T) {
 			o := tapOpts{ring: 16, limit: 1000, flags: v.flags}
 			n := o.ring + 40
-			f := idleFate(o, n)
-			te := newTap(t, o)
-			s1 := te.sender(t, 1)
-			res := send(t, s1, n)
-			te.stopped(t, state{}, f)
+			te, s1, res, f, _ := fill(t, o, n)
 
 			// Down resets the qdisc (its backlog is freed uncounted) and
 			// stops the queues; the ring keeps its frames.
@@ -163,11 +155,7 @@ func TestNoStall(t *testing.T) {
 func txqlenChange(t *testing.T, flags uint16, newRing int) {
 	o := tapOpts{ring: 16, limit: 1000, flags: flags}
 	n := 4 * o.ring
-	f := idleFate(o, n)
-	te := newTap(t, o)
-	s := te.sender(t, 1)
-	res := send(t, s, n)
-	te.stopped(t, state{}, f)
+	te, s, res, f, _ := fill(t, o, n)
 
 	kept := min(f.ring, newRing)
 	free := newRing - kept

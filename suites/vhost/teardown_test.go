@@ -1,6 +1,7 @@
 package vhost
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -127,18 +128,14 @@ func stop(t *testing.T, r *rig, snd *traffic.Sender) *stopped {
 func (s *stopped) holdStopped(what string, freed uint64) {
 	t := s.r.tb
 	t.Helper()
-	end := time.Now().Add(holdFor)
-	for {
+	counters.Hold(t, holdFor, what, func() error {
 		st := s.r.mustState()
 		f, err := s.freed.Count()
-		assert.NilError(t, err)
-		assert.Assert(t, st.Qdisc.Qlen == uint64(s.m.backlog) && st.Link.TxDropped == 0 && st.Qdisc.Drops == 0 && f.N == freed,
-			"%s: want the queue stopped with %d in the qdisc, nothing dropped, %d freed; %v; %v; %v", what, s.m.backlog, freed, st, f, s.queued())
-		if time.Now().After(end) {
-			return
+		if err == nil && !(st.Qdisc.Qlen == uint64(s.m.backlog) && st.Link.TxDropped == 0 && st.Qdisc.Drops == 0 && f.N == freed) {
+			err = fmt.Errorf("want the queue stopped with %d in the qdisc, nothing dropped, %d freed; %v; %v; %v", s.m.backlog, freed, st, f, s.queued())
 		}
-		time.Sleep(counters.PollInterval)
-	}
+		return err
+	})
 }
 
 // queued is the ledger while the tap is there: what tapModel says is in
@@ -180,9 +177,7 @@ func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.
 
 	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
 	r.linkGone()
-	l := s.ledger("the ring, vhost's batch back at its head, purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went", 0)
-	assert.Assert(t, l.Balanced(), "%v", l)
-	s.freed.WaitFor(t, l.Uncounted, wait, l)
+	s.freedAll(t, "the ring, vhost's batch back at its head, purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went", 0)
 }
 
 // closeQueue closes the queue file while vhost holds it: vhost's own
@@ -198,9 +193,7 @@ func closeQueue(t *testing.T, e *netenv.Env) {
 
 	counters.Bounded(t, wait, "close the vhost-net file", r.guests[0].Close)
 	r.linkGone()
-	l := s.ledger("vhost's batch given back to the ring, the ring purged as vhost dropped the file's last reference; the qdisc's frames dropped by tun with no queue attached (DEV_READY), or freed with the device", 0)
-	assert.Assert(t, l.Balanced(), "%v", l)
-	s.freed.WaitFor(t, l.Uncounted, wait, l)
+	s.freedAll(t, "vhost's batch given back to the ring, the ring purged as vhost dropped the file's last reference; the qdisc's frames dropped by tun with no queue attached (DEV_READY), or freed with the device", 0)
 }
 
 // deleteLink deletes the tap over netlink while vhost is attached. The
@@ -220,6 +213,16 @@ func deleteLink(t *testing.T, e *netenv.Env) {
 	s.batchOutlives(t, "the qdisc's frames freed as the device closed, the ring purged as it unregistered")
 }
 
+// freedAll checks the ledger once the tap is gone (ledger) and waits until
+// its uncounted frames were freed on the tap, exactly; it returns it.
+func (s *stopped) freedAll(t *testing.T, why string, held int) counters.Accounting {
+	t.Helper()
+	l := s.ledger(why, held)
+	assert.Assert(t, l.Balanced(), "%v", l)
+	s.freed.WaitFor(t, l.Uncounted, wait, l)
+	return l
+}
+
 // batchOutlives checks what is left once the tap is gone and vhost still
 // holds its batch: what the device held besides it was freed, exactly,
 // with the device (why), and vhost's frames stay until it looks at them
@@ -229,9 +232,7 @@ func deleteLink(t *testing.T, e *netenv.Env) {
 // nothing more. Closing the files then frees nothing.
 func (s *stopped) batchOutlives(t *testing.T, why string) {
 	t.Helper()
-	l := s.ledger(why, s.m.held)
-	assert.Assert(t, l.Balanced(), "%v", l)
-	s.freed.WaitFor(t, l.Uncounted, wait, l)
+	l := s.freedAll(t, why, s.m.held)
 	s.freed.Hold(t, l.Uncounted, holdFor, "vhost keeps its batch while the guest posts nothing", l)
 
 	g := s.r.guests[0]
