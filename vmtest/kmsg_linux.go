@@ -1,14 +1,13 @@
 package vmtest
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/splat"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,14 +46,12 @@ func (w *kmsgWatcher) read() {
 		n, err := w.f.Read(buf)
 		w.mu.Lock()
 		var splats []Splat
-		if n > 0 {
-			for _, l := range kmsgLines(string(buf[:n])) {
-				if len(w.tail) == consoleTail {
-					w.tail = w.tail[1:]
-				}
-				w.tail = append(w.tail, l)
-				splats = append(splats, w.scan.Line(l)...)
+		if _, l, ok := splat.KmsgRecord(string(buf[:max(n, 0)])); ok {
+			if len(w.tail) == consoleTail {
+				w.tail = w.tail[1:]
 			}
+			w.tail = append(w.tail, l)
+			splats = append(splats, w.scan.Line(l)...)
 		} else if os.IsTimeout(err) {
 			splats = w.scan.Flush()
 		}
@@ -67,22 +64,6 @@ func (w *kmsgWatcher) read() {
 			return
 		}
 	}
-}
-
-// kmsgLines turns one /dev/kmsg record, "prio,seq,usec,flags;text" with
-// " KEY=value" continuation lines, into a console line.
-func kmsgLines(rec string) []string {
-	head, text, ok := strings.Cut(rec, ";")
-	if !ok {
-		return nil
-	}
-	text, _, _ = strings.Cut(text, "\n")
-	f := strings.Split(head, ",")
-	if len(f) < 3 {
-		return []string{text}
-	}
-	us, _ := strconv.ParseInt(f[2], 10, 64)
-	return []string{fmt.Sprintf("[%5d.%06d] %s", us/1e6, us%1e6, text)}
 }
 
 // Close stops reading.

@@ -32,7 +32,11 @@ const splatTaints = 1<<5 | 1<<7 | 1<<9 | 1<<14
 // splatMessage returns the message of a /dev/kmsg record
 // ("prio,seq,usec,flags;message\n") if it marks a splat.
 func splatMessage(record string) (string, bool) {
-	msg := strings.TrimSpace(record[strings.IndexByte(record, ';')+1:])
+	msg, _, ok := splat.KmsgRecord(record)
+	if !ok {
+		return "", false
+	}
+	msg = strings.TrimSpace(msg)
 	if splat.Start(msg) != "" {
 		return msg, true
 	}

@@ -2,11 +2,15 @@ package netenv
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // RootQdisc replaces l's root qdisc with q (its LinkIndex and Parent are
@@ -28,6 +32,22 @@ func (e *Env) RootQdisc(tb testing.TB, l netlink.Link, q netlink.Qdisc) {
 func (e *Env) Noqueue(tb testing.TB, l netlink.Link) {
 	tb.Helper()
 	e.RootQdisc(tb, l, &netlink.GenericQdisc{QdiscType: "noqueue"})
+}
+
+// FqCodel replaces l's root qdisc with fq_codel, or returns
+// feature.Unsupported(feature.FqCodel) where the kernel has none (Debian
+// builds it as a module; a kernel may lack it): pass the error to
+// feature.Require.
+func (e *Env) FqCodel(l netlink.Link) error {
+	q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
+	err := e.Handle.QdiscReplace(q)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
+		return feature.Unsupported(feature.FqCodel, "RTM_NEWQDISC fq_codel on %s: %v", l.Attrs().Name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("replace root qdisc of %s with fq_codel: %w", l.Attrs().Name, err)
+	}
+	return nil
 }
 
 // Pfifo replaces l's root qdisc with "pfifo limit n" (netlink's Qdisc types

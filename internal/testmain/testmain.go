@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 
 	"github.com/xmitcheck/xmitcheck/internal/margin"
@@ -30,6 +31,12 @@ func Run(m *testing.M) int {
 	if testing.Short() {
 		fmt.Println("testmain: a privileged suite: no tests run with -short")
 		return 0
+	}
+	// The suites load BPF programs and maps; kernels before 5.11 charge
+	// their memory to RLIMIT_MEMLOCK.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		fmt.Fprintf(os.Stderr, "testmain: lift RLIMIT_MEMLOCK for BPF: %v\n", err)
+		return 1
 	}
 	primePoller()
 	fds, errFD := openFDs()

@@ -83,7 +83,7 @@ func newSender(ifindex int, stream uint32, batch int, setup func(fd int) error) 
 		unix.Close(fd)
 		return nil, err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(EtherType), Ifindex: ifindex}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: Htons(EtherType), Ifindex: ifindex}); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("bind AF_PACKET to ifindex %d: %w", ifindex, err)
 	}
@@ -191,4 +191,6 @@ func (s *Sender) deviceState() error {
 // Close closes the socket.
 func (s *Sender) Close() error { return unix.Close(s.fd) }
 
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
+// Htons is v in network byte order, as AF_PACKET's protocol numbers (in
+// socket(2) and sockaddr_ll) want it on a little-endian machine.
+func Htons(v uint16) uint16 { return v<<8 | v>>8 }

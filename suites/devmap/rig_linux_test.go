@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
@@ -40,9 +38,6 @@ const noProg = -1
 // NewRig builds the rig for tb; trace attaches the xdp_devmap_xmit counter.
 func NewRig(tb testing.TB, trace bool) *Rig {
 	tb.Helper()
-	if err := removeMemlock(); err != nil {
-		tb.Fatalf("raise RLIMIT_MEMLOCK for BPF maps (kernels before 5.11 charge them to it): %v", err)
-	}
 	r := &Rig{Env: netenv.New(tb)}
 	r.In, r.Sender = r.Env.Veth(tb, "in0", "in0p", 0)
 	for i, name := range []string{"a0", "b0", "c0"} {
@@ -303,10 +298,6 @@ func (r *Rig) LinkStats(tb testing.TB, l netlink.Link) counters.Link {
 	}
 	return s
 }
-
-// removeMemlock lifts RLIMIT_MEMLOCK once; a no-op on kernels that charge
-// BPF memory to the cgroup instead.
-var removeMemlock = sync.OnceValue(rlimit.RemoveMemlock)
 
 // ifindex is a link's index as the programs see it.
 func ifindex(l netlink.Link) uint32 { return uint32(l.Attrs().Index) }

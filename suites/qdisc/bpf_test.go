@@ -3,12 +3,10 @@ package qdisc
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 )
 
 // The programs here are a few instructions each, written with cilium/ebpf's
@@ -22,23 +20,8 @@ const maxStream = 255
 // netTxSoftirq is NET_TX_SOFTIRQ in enum softirq (include/linux/interrupt.h).
 const netTxSoftirq = 2
 
-var memlock struct {
-	once sync.Once
-	err  error
-}
-
-// removeMemlock lifts RLIMIT_MEMLOCK for kernels that still charge BPF
-// memory to it (before 5.11).
-func removeMemlock() error {
-	memlock.once.Do(func() { memlock.err = rlimit.RemoveMemlock() })
-	return memlock.err
-}
-
 // perCPUCounters is a BPF_MAP_TYPE_PERCPU_ARRAY of u64 counters.
 func perCPUCounters(name string, n uint32) (*ebpf.Map, error) {
-	if err := removeMemlock(); err != nil {
-		return nil, fmt.Errorf("lift RLIMIT_MEMLOCK for BPF maps: %w", err)
-	}
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: name, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: n})
 	if err != nil {
 		return nil, fmt.Errorf("create per-CPU array %s: %w", name, err)

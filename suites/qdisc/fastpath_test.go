@@ -101,9 +101,6 @@ func traceFastPath(tb testing.TB, ifindex int) *fastPathTracer {
 }
 
 func attachFastPath(ifindex int) (*fastPathTracer, error) {
-	if err := removeMemlock(); err != nil {
-		return nil, fmt.Errorf("lift RLIMIT_MEMLOCK for BPF: %w", err)
-	}
 	spec, err := loadFastpath()
 	if err != nil {
 		return nil, err

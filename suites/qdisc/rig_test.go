@@ -12,7 +12,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
@@ -221,14 +220,7 @@ func (r *rig) setQdisc(tb testing.TB, kind string) {
 	case "bfifo":
 		r.bfifo(tb, fifoLimit*traffic.FrameLen)
 	case "fq_codel":
-		q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: r.dev.Attrs().Index, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
-		err := r.e.Handle.QdiscReplace(q)
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-			err = feature.Unsupported(feature.FqCodel, "RTM_NEWQDISC fq_codel on %s: %v", r.dev.Attrs().Name, err)
-		}
-		if err != nil {
-			feature.Require(tb, err)
-		}
+		feature.Require(tb, r.e.FqCodel(r.dev))
 	default:
 		tb.Fatalf("unknown qdisc %q", kind)
 	}

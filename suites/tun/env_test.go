@@ -101,7 +101,7 @@ func (te *tapEnv) setUp(t testing.TB) {
 	switch {
 	case o.root == "default":
 	case o.root == "fq_codel":
-		feature.Require(t, te.fqCodel(l))
+		feature.Require(t, te.e.FqCodel(l))
 	case o.limit == 0:
 		e.Noqueue(t, l)
 	default:

@@ -55,7 +55,7 @@ func (te *tapEnv) gsoSender(t testing.TB, stream uint32, k int) *gsoSender {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 64<<20); err != nil {
 			return fmt.Errorf("SO_SNDBUFFORCE: %w", err)
 		}
-		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IP), Ifindex: te.ifindex})
+		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: traffic.Htons(unix.ETH_P_IP), Ifindex: te.ifindex})
 	}), "GSO sender on %s", tapName)
 	t.Cleanup(func() { unix.Close(s.fd) })
 	return s
@@ -143,8 +143,6 @@ func fold(s uint32) uint16 {
 	}
 	return uint16(s)
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // unwrapTCP returns the unwrapFunc for a tap with IFF_VNET_HDR whose reads
 // carry a gsoSender's packets: a virtio_net_hdr, then Ethernet, IPv4 and

@@ -208,12 +208,7 @@ func (r *rig) configure(qdisc string) {
 	case qdiscPfifo:
 		e.Pfifo(tb, l, bigFIFO)
 	case qdiscFqCodel:
-		q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
-		err := e.Handle.QdiscReplace(q)
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-			err = feature.Unsupported(feature.FqCodel, "RTM_NEWQDISC fq_codel on %s: %v", tapName, err)
-		}
-		feature.Require(tb, err)
+		feature.Require(tb, e.FqCodel(l))
 	}
 	e.Up(tb, l)
 	r.link = e.Link(tb, tapName)
@@ -463,11 +458,11 @@ func (r *rig) packetSocket() int {
 	r.tb.Helper()
 	var fd int
 	err := r.e.Do(func() (err error) {
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(traffic.EtherType)))
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(traffic.Htons(traffic.EtherType)))
 		if err != nil {
 			return fmt.Errorf("AF_PACKET socket: %w", err)
 		}
-		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(traffic.EtherType), Ifindex: r.link.Attrs().Index})
+		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: traffic.Htons(traffic.EtherType), Ifindex: r.link.Attrs().Index})
 	})
 	assert.NilError(r.tb, err)
 	r.tb.Cleanup(func() { unix.Close(fd) })
@@ -495,5 +490,3 @@ func recvFrames(tb testing.TB, fd, n int) [][]byte {
 	}
 	return frames
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
