@@ -95,7 +95,7 @@ func measure(b *testing.B, r *rig, n int, softirqs bool) {
 			}
 		}
 	}
-	base, err := r.snap()
+	base, err := r.state()
 	if err != nil {
 		b.Fatal(err)
 	}

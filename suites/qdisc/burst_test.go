@@ -38,9 +38,9 @@ func TestBurstDropsCounted(t *testing.T) {
 	r := vethPath.rig(t, "pfifo")
 	assert.Assert(t, r.burst != nil, "the rig counts no burst drops although the kernel has the reason")
 
-	var s state
+	var s ledger
 	for attempt := 1; ; attempt++ {
-		base, err := r.snap()
+		base, err := r.state()
 		assert.NilError(t, err)
 		l := startLoad(t, r, loadOpts{senders: 2 * runtime.NumCPU(), stream: uint32(attempt-1) * 8, duration: loadDuration})
 		handed, err := l.wait()

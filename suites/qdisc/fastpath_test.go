@@ -42,7 +42,7 @@ func TestFastPath(t *testing.T) {
 	t.Run(fmt.Sprintf("%s/pfifo/senders=%d", vethFast.name, n), func(t *testing.T) {
 		r := vethFast.rig(t, "pfifo")
 		tr := traceFastPath(t, r.dev.Attrs().Index)
-		base, err := r.snap()
+		base, err := r.state()
 		assert.NilError(t, err)
 		runs0, err := netTxRuns()
 		assert.NilError(t, err)

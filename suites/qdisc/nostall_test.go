@@ -46,7 +46,7 @@ func TestNoStrandedPackets(t *testing.T) {
 			for _, n := range senderCounts() {
 				t.Run(fmt.Sprintf("%s/%s/senders=%d", p.name, kind, n), func(t *testing.T) {
 					r := p.rig(t, kind)
-					base, err := r.snap()
+					base, err := r.state()
 					assert.NilError(t, err)
 
 					l := startLoad(t, r, loadOpts{senders: n, duration: loadDuration})

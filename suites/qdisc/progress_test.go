@@ -34,7 +34,7 @@ func TestProgress(t *testing.T) {
 		for _, kind := range qdiscs {
 			t.Run(fmt.Sprintf("%s/%s/senders=%d", p.name, kind, n), func(t *testing.T) {
 				r := p.rig(t, kind)
-				base, err := r.snap()
+				base, err := r.state()
 				assert.NilError(t, err)
 
 				l := startLoad(t, r, loadOpts{senders: n, duration: progressHardStop})

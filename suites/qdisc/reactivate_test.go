@@ -74,7 +74,7 @@ func TestReactivate(t *testing.T) {
 					_, err = counters.WaitFor(ctx, resumeTimeout, func() (uint64, error) { return r.delivered(l.lo, l.hi) },
 						func(v uint64) bool { return v > before })
 					if err != nil {
-						s, serr := r.snap()
+						s, serr := r.state()
 						assert.NilError(t, serr)
 						t.Fatalf("cycle %d: delivery did not resume after %s: %v; qdisc %v; dev %v", i+1, act.name, err, s.q, s.dev)
 					}
@@ -87,7 +87,7 @@ func TestReactivate(t *testing.T) {
 				assert.NilError(t, err, "backlog stranded in the reactivated qdisc")
 				t.Logf("after %d cycles of %s: %v; %d sends met ENETDOWN", cycles, act.name, q, l.down.Load())
 
-				base, err := r.snap()
+				base, err := r.state()
 				assert.NilError(t, err)
 				check := startLoad(t, r, loadOpts{senders: n, stream: checkStream, frames: checkFrames, duration: time.Minute})
 				handed, err := check.wait()

@@ -226,8 +226,8 @@ func (r *rig) setQdisc(tb testing.TB, kind string) {
 	}
 }
 
-// snapshot is every counter of a rig at one moment.
-type snapshot struct {
+// state is every counter of a rig at one moment.
+type state struct {
 	q         counters.Qdisc
 	dev, peer counters.Link
 	// burst counts frames dropped before the qdisc
@@ -235,8 +235,8 @@ type snapshot struct {
 	burst uint64
 }
 
-func (r *rig) snap() (snapshot, error) {
-	var s snapshot
+func (r *rig) state() (state, error) {
+	var s state
 	var err error
 	if r.burst != nil {
 		if s.burst, err = r.burst(); err != nil {
@@ -257,14 +257,14 @@ func (r *rig) snap() (snapshot, error) {
 	return s, nil
 }
 
-// state is the ledger of one load plus the raw counters behind it, what a
-// failure prints.
-type state struct {
+// ledger is the accounting of one load plus the raw counters behind it,
+// what a failure prints.
+type ledger struct {
 	a   counters.Accounting
-	now snapshot
+	now state
 }
 
-func (s state) String() string {
+func (s ledger) String() string {
 	return fmt.Sprintf("%v [qdisc %v] [dev %v] [peer %v]", s.a, s.now.q, s.now.dev, s.now.peer)
 }
 
@@ -274,14 +274,14 @@ func (s state) String() string {
 // backlog + uncounted (the burst drops of its defer_list, 7.2+). What
 // is still in the device's ring shows up as a shortfall until the consumer
 // has it.
-func (r *rig) account(handed uint64, lo, hi uint32, base snapshot) (state, error) {
-	now, err := r.snap()
+func (r *rig) account(handed uint64, lo, hi uint32, base state) (ledger, error) {
+	now, err := r.state()
 	if err != nil {
-		return state{}, err
+		return ledger{}, err
 	}
 	got, err := r.delivered(lo, hi)
 	if err != nil {
-		return state{}, err
+		return ledger{}, err
 	}
 	a := counters.Accounting{
 		Sent:         handed,
@@ -293,13 +293,13 @@ func (r *rig) account(handed uint64, lo, hi uint32, base snapshot) (state, error
 	if r.burst != nil {
 		a = dropmon.BookBurst(a, now.burst-base.burst)
 	}
-	return state{a: a, now: now}, nil
+	return ledger{a: a, now: now}, nil
 }
 
 // settle waits until the qdisc is empty and every frame is accounted for,
 // and returns the last state; the error carries it on timeout.
-func (r *rig) settle(ctx context.Context, handed uint64, lo, hi uint32, base snapshot) (state, error) {
-	return counters.WaitFor(ctx, settleTimeout, func() (state, error) {
+func (r *rig) settle(ctx context.Context, handed uint64, lo, hi uint32, base state) (ledger, error) {
+	return counters.WaitFor(ctx, settleTimeout, func() (ledger, error) {
 		return r.account(handed, lo, hi, base)
-	}, func(s state) bool { return s.a.QdiscBacklog == 0 && s.a.Balanced() })
+	}, func(s ledger) bool { return s.a.QdiscBacklog == 0 && s.a.Balanced() })
 }

@@ -14,7 +14,7 @@ func fullRingReason() (uint32, error) { return dropmon.Reason(feature.DropReason
 
 // watchDrops counts kfree_skb drops by reason on the tap, until the test
 // ends.
-func (te *tapEnv) watchDrops(t testing.TB) *dropmon.Monitor {
+func (te *tapRig) watchDrops(t testing.TB) *dropmon.Monitor {
 	t.Helper()
 	ino, err := dropmon.NetnsInode(int(te.e.NS))
 	if err != nil {
@@ -34,7 +34,7 @@ func (te *tapEnv) watchDrops(t testing.TB) *dropmon.Monitor {
 // net.core.qdisc_max_burst wait on the list. The sender gets ENOBUFS but
 // neither the qdisc nor the device counts it. On a kernel without that
 // reason there is no defer list and no such drop, and the counter stays 0.
-func (te *tapEnv) burstDrops(t testing.TB) func() (uint64, error) {
+func (te *tapRig) burstDrops(t testing.TB) func() (uint64, error) {
 	t.Helper()
 	count, err := dropmon.Watch(t, te.e.NS, te.ifindex, feature.DropReasonQdiscBurst)
 	if err != nil {
@@ -52,7 +52,7 @@ type sample struct {
 
 func (s sample) String() string { return fmt.Sprintf("%v; QDISC_BURST_DROP %d", s.state, s.burst) }
 
-func (te *tapEnv) sampler(burst func() (uint64, error)) func() (sample, error) {
+func (te *tapRig) sampler(burst func() (uint64, error)) func() (sample, error) {
 	return func() (sample, error) {
 		st, err := te.state()
 		if err != nil {

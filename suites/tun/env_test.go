@@ -52,8 +52,8 @@ type tapOpts struct {
 
 func (o tapOpts) backpressure() bool { return o.flags&tuntap.IFFBackpressure != 0 }
 
-// tapEnv is one test's namespace with its tap.
-type tapEnv struct {
+// tapRig is one test's namespace with its tap.
+type tapRig struct {
 	e       *netenv.Env
 	dev     *tuntap.Device
 	ifindex int
@@ -70,20 +70,20 @@ func requireBackpressure(t testing.TB) {
 // newTap builds the namespace, opens the tap with o.flags (checking that
 // every flag asked for was kept), sizes its ring, sets it up and installs
 // the root qdisc. The first queue file is te.dev.
-func newTap(t testing.TB, o tapOpts) *tapEnv {
+func newTap(t testing.TB, o tapOpts) *tapRig {
 	t.Helper()
 	return newTapIn(t, netenv.New(t), o)
 }
 
 // newTapIn is newTap in the namespace e, which outlives the tap when e
 // belongs to a parent test.
-func newTapIn(t testing.TB, e *netenv.Env, o tapOpts) *tapEnv {
+func newTapIn(t testing.TB, e *netenv.Env, o tapOpts) *tapRig {
 	t.Helper()
 	if o.backpressure() && !o.loose {
 		requireBackpressure(t)
 	}
 	kmsg.Watch(t)
-	te := &tapEnv{e: e, opts: o}
+	te := &tapRig{e: e, opts: o}
 	te.dev = te.open(t, o.flags, !o.loose)
 	te.setUp(t)
 	return te
@@ -91,7 +91,7 @@ func newTapIn(t testing.TB, e *netenv.Env, o tapOpts) *tapEnv {
 
 // setUp finds the tap in te.e, sizes its ring, sets it up and installs the
 // root qdisc of te.opts.
-func (te *tapEnv) setUp(t testing.TB) {
+func (te *tapRig) setUp(t testing.TB) {
 	t.Helper()
 	e, o := te.e, te.opts
 	l := e.Link(t, tapName)
@@ -111,7 +111,7 @@ func (te *tapEnv) setUp(t testing.TB) {
 
 // open attaches one more file to the tap with flags and, when strict,
 // checks the kernel kept them (older kernels drop IFF_BACKPRESSURE silently).
-func (te *tapEnv) open(t testing.TB, flags uint16, strict bool) *tuntap.Device {
+func (te *tapRig) open(t testing.TB, flags uint16, strict bool) *tuntap.Device {
 	t.Helper()
 	kind := te.opts.kind
 	if kind == 0 {
@@ -133,13 +133,13 @@ func (te *tapEnv) open(t testing.TB, flags uint16, strict bool) *tuntap.Device {
 	return d
 }
 
-func (te *tapEnv) link(t testing.TB) netlink.Link {
+func (te *tapRig) link(t testing.TB) netlink.Link {
 	t.Helper()
 	return te.e.Link(t, tapName)
 }
 
 // sender opens an AF_PACKET sender in the namespace; stream tags its frames.
-func (te *tapEnv) sender(t testing.TB, stream uint32) *traffic.Sender {
+func (te *tapRig) sender(t testing.TB, stream uint32) *traffic.Sender {
 	t.Helper()
 	var s *traffic.Sender
 	assert.NilError(t, te.e.Do(func() (err error) {
@@ -171,7 +171,7 @@ func (s state) String() string {
 	return fmt.Sprintf("%s; %s", s.Link, s.Q)
 }
 
-func (te *tapEnv) state() (state, error) {
+func (te *tapRig) state() (state, error) {
 	var s state
 	var err error
 	if s.Link, err = counters.ReadLink(te.e.Handle, tapName); err != nil {
@@ -185,7 +185,7 @@ func (te *tapEnv) state() (state, error) {
 }
 
 // waitState waits until ok accepts the tap's state.
-func (te *tapEnv) waitState(t testing.TB, what string, ok func(state) bool) state {
+func (te *tapRig) waitState(t testing.TB, what string, ok func(state) bool) state {
 	t.Helper()
 	s, err := counters.WaitFor(context.Background(), waitLimit, te.state, ok)
 	assert.NilError(t, err, "waiting for %s", what)
@@ -193,7 +193,7 @@ func (te *tapEnv) waitState(t testing.TB, what string, ok func(state) bool) stat
 }
 
 // holdState checks that ok keeps accepting the state for holdFor.
-func (te *tapEnv) holdState(t testing.TB, what string, ok func(state) bool) state {
+func (te *tapRig) holdState(t testing.TB, what string, ok func(state) bool) state {
 	t.Helper()
 	return counters.Holds(t, holdFor, what, te.state, ok)
 }
@@ -262,7 +262,7 @@ func isENETDOWN(err error) bool { return errors.Is(err, unix.ENETDOWN) }
 // reads, and waits until they reach idleFate's fate: the start of most tun
 // tests. It returns the tap, the sender, what it sent, the fate and the
 // state that showed it.
-func fill(t testing.TB, o tapOpts, n int) (*tapEnv, *traffic.Sender, traffic.Result, fate, state) {
+func fill(t testing.TB, o tapOpts, n int) (*tapRig, *traffic.Sender, traffic.Result, fate, state) {
 	t.Helper()
 	f := idleFate(o, n)
 	te := newTap(t, o)
@@ -275,7 +275,7 @@ func fill(t testing.TB, o tapOpts, n int) (*tapEnv, *traffic.Sender, traffic.Res
 // the qdisc holds f.backlog and tun dropped f.tunDrops more than in base.
 // With backpressure it then checks the queue stays stopped (the backlog
 // does not move).
-func (te *tapEnv) stopped(t testing.TB, base state, f fate) state {
+func (te *tapRig) stopped(t testing.TB, base state, f fate) state {
 	t.Helper()
 	ok := func(s state) bool {
 		return s.Q.Qlen == uint64(f.backlog) && s.Link.TxDropped == base.Link.TxDropped+uint64(f.tunDrops)

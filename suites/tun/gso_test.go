@@ -39,7 +39,7 @@ type gsoSender struct {
 	pkt     []byte
 }
 
-func (te *tapEnv) gsoSender(t testing.TB, stream uint32, k int) *gsoSender {
+func (te *tapRig) gsoSender(t testing.TB, stream uint32, k int) *gsoSender {
 	t.Helper()
 	s := &gsoSender{ifindex: te.ifindex, stream: stream, k: k}
 	assert.NilError(t, te.e.Do(func() error {

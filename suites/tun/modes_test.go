@@ -77,7 +77,7 @@ func TestModes(t *testing.T) {
 
 // reader reads te.dev: plainly, or through an entryReader that unwraps
 // each read. The traffic.Reader follows the streams either way.
-func (te *tapEnv) reader(t testing.TB, unwrap unwrapFunc) (queueReader, *traffic.Reader) {
+func (te *tapRig) reader(t testing.TB, unwrap unwrapFunc) (queueReader, *traffic.Reader) {
 	t.Helper()
 	if unwrap == nil {
 		r := traffic.NewReader(te.dev.File)

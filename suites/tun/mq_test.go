@@ -20,7 +20,7 @@ import (
 // queue, steered by a TUNSETSTEERINGEBPF program: frames of stream s go to
 // queue s % numqueues, so a test picks the queue a frame takes.
 type mqTap struct {
-	*tapEnv
+	*tapRig
 	q [2]*tuntap.Device // q[i] is attached as queue i at the start
 }
 
@@ -35,9 +35,9 @@ func newMQTapIn(t *testing.T, e *netenv.Env, o tapOpts) *mqTap {
 	if o.backpressure() {
 		requireBackpressure(t)
 	}
-	te := &tapEnv{e: e, opts: o}
+	te := &tapRig{e: e, opts: o}
 	kmsg.Watch(t)
-	m := &mqTap{tapEnv: te}
+	m := &mqTap{tapRig: te}
 	for i := range m.q {
 		m.q[i] = te.open(t, o.flags|tuntap.IFFMultiQueue, true)
 	}

@@ -26,7 +26,7 @@ var variants = []struct {
 // refill sends n frames on s to an idle reader, waits for their fate under
 // te.opts, reads them all back and checks the counters moved exactly so.
 // It proves the tap is not stalled after whatever the test did before.
-func (te *tapEnv) refill(t *testing.T, s *traffic.Sender, r *traffic.Reader, n int) (sent uint64, f fate) {
+func (te *tapRig) refill(t *testing.T, s *traffic.Sender, r *traffic.Reader, n int) (sent uint64, f fate) {
 	t.Helper()
 	base, err := te.state()
 	assert.NilError(t, err)

@@ -137,7 +137,7 @@ func TestPacing(t *testing.T) {
 
 // pacedSender opens a blocking sender with a send buffer of pacedSndbuf
 // that waits at most waitLimit for room.
-func (te *tapEnv) pacedSender(t testing.TB, stream uint32) *traffic.Sender {
+func (te *tapRig) pacedSender(t testing.TB, stream uint32) *traffic.Sender {
 	t.Helper()
 	var s *traffic.Sender
 	assert.NilError(t, te.e.Do(func() (err error) {

@@ -62,7 +62,7 @@ func TestTeardown(t *testing.T) {
 			dropmon.RequireReasons(t)
 			e := netenv.New(t)
 			counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) {
-				stoppedTap(t, e, v.o, func(te *tapEnv) string {
+				stoppedTap(t, e, v.o, func(te *tapRig) string {
 					counters.Bounded(t, waitLimit, "close the only queue file", te.dev.Close)
 					return "the ring purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went"
 				})
@@ -80,7 +80,7 @@ func TestTeardown(t *testing.T) {
 		dropmon.RequireReasons(t)
 		e := netenv.New(t)
 		counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) {
-			stoppedTap(t, e, bp, func(te *tapEnv) string {
+			stoppedTap(t, e, bp, func(te *tapRig) string {
 				l := te.link(t)
 				counters.Bounded(t, waitLimit, "RTM_DELLINK "+tapName, func() error { return te.e.Handle.LinkDel(l) })
 				detachedFile(t, te.dev)
@@ -106,7 +106,7 @@ func TestTeardown(t *testing.T) {
 // and teardownBacklog in the qdisc, runs teardown (which must leave the
 // device gone and says what freed the frames), and checks the tap's
 // frames were all freed.
-func stoppedTap(t *testing.T, e *netenv.Env, o tapOpts, teardown func(*tapEnv) string) {
+func stoppedTap(t *testing.T, e *netenv.Env, o tapOpts, teardown func(*tapRig) string) {
 	te := newTapIn(t, e, o)
 	freed := te.freed(t)
 	n := o.ring + teardownBacklog
@@ -145,7 +145,7 @@ func detachedFile(t *testing.T, d *tuntap.Device) {
 // queue stopped with f.backlog in the qdisc (backpressure) or the ring full
 // and tail-dropping (stock), without te.stopped's hold: the teardown
 // rounds tear down what they find.
-func (te *tapEnv) full(t testing.TB, f fate) state {
+func (te *tapRig) full(t testing.TB, f fate) state {
 	t.Helper()
 	return te.waitState(t, fmt.Sprintf("ring full: qdisc backlog %d, tun drops %d", f.backlog, f.tunDrops), func(s state) bool {
 		return s.Q.Qlen == uint64(f.backlog) && s.Link.TxDropped == uint64(f.tunDrops)
@@ -222,7 +222,7 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 // variant's.
 func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 	kmsg.Watch(t)
-	te := &tapEnv{e: home, opts: o}
+	te := &tapRig{e: home, opts: o}
 	te.dev = te.open(t, o.flags, true)
 	away, kill := netenv.NewDoomed(t)
 	assert.NilError(t, home.Handle.LinkSetNsFd(home.Link(t, tapName), int(away.NS)), "move %s to a namespace of its own", tapName)
@@ -280,7 +280,7 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 const teardownRounds = 3
 
 // freed starts counting the tap's frames freed with kfree_skb.
-func (te *tapEnv) freed(t testing.TB) *dropmon.Freed {
+func (te *tapRig) freed(t testing.TB) *dropmon.Freed {
 	t.Helper()
 	return dropmon.WatchFreed(t, te.e.NS, te.ifindex)
 }

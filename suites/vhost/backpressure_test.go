@@ -72,7 +72,7 @@ func slowGuest(t *testing.T, s setup) {
 	n := size + 3*wakeStep + wakeStep/2
 	sent := sendAll(t, r.sender(0), n)
 	r.waitState("a full ring and a stopped queue", func(s state) bool { return inDevice(sent, 0, s) <= int64(size) })
-	st := r.settled()
+	st := r.steady()
 	a := account(sent, 0, st)
 	a.InDevice = uint64(inDevice(sent, 0, st))
 	t.Logf("before vhost attaches: %v", a)
@@ -108,7 +108,7 @@ func slowGuest(t *testing.T, s setup) {
 				t.Fatalf("%s\nseen: the qdisc handed %d frames to the ring within %v; %v\n%v", why, fromQdisc(prev, last), wait, last, a)
 			}
 		}
-		st = r.settled()
+		st = r.steady()
 		var wantHanded int64
 		if woke {
 			wantHanded = int64(m.refill(int(st.Qdisc.Drops - prev.Qdisc.Drops)))

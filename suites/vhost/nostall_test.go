@@ -68,7 +68,7 @@ func TestNoStall(t *testing.T) {
 		g := r.guests[0]
 		f := r.taps[0].File
 		assert.NilError(t, g.DetachBackend())
-		before := r.settled()
+		before := r.steady()
 		wakeAt := ring/2 - guest.Batch
 		rule := fmt.Sprintf("tun wakes a stopped queue once %d entries were consumed since the stop (ring/2, __tun_wake_queue, drivers/net/tun.c:2242) or the ring is empty; vhost's batch counted %d and read() counts 1 each", ring/2, guest.Batch)
 		ledger := func(read []uint64, st state) counters.Accounting {
@@ -78,14 +78,14 @@ func TestNoStall(t *testing.T) {
 		}
 
 		read := readTap(t, f, wakeAt-1, 2*time.Second)
-		st := r.settled()
+		st := r.steady()
 		assert.Equal(t, st.Qdisc.Qlen, before.Qdisc.Qlen, "%s: want the queue still stopped after %d reads; %v", rule, len(read), ledger(read, st))
 
 		read = append(read, readTap(t, f, 1, 2*time.Second)...)
 		free := uint64(ring) - ledger(read, st).InDevice
 		st, err := counters.WaitFor(r.ctx, wait, r.state, func(s state) bool { return s.Qdisc.Qlen+free <= before.Qdisc.Qlen })
 		assert.NilError(t, err, "%s: want the queue woken by read() number %d and the qdisc to fill the ring's %d free slots; %v", rule, len(read), free, ledger(read, st))
-		st = r.settled()
+		st = r.steady()
 		assert.Equal(t, before.Qdisc.Qlen-st.Qdisc.Qlen, free, "%s: after read() number %d the qdisc fills the ring's %d free slots and stops again; %v", rule, len(read), free, ledger(read, st))
 		assert.Equal(t, st.Link.TxDropped, uint64(0), "%v", ledger(read, st))
 

@@ -258,16 +258,16 @@ func (r *rig) mustState() state {
 	return s
 }
 
-// settleWindow is how long the tap's counters must stay still for settled
+// steadyWindow is how long the tap's counters must stay still for steady
 // to call a wake-up finished.
-const settleWindow = 50 * time.Millisecond
+const steadyWindow = 50 * time.Millisecond
 
-// settled waits until the tap's state stops moving: a wake-up that is
+// steady waits until the tap's state stops moving: a wake-up that is
 // still moving frames from the qdisc into the ring (NET_TX softirq) must not
 // be sampled half-way. Bounded by wait.
-func (r *rig) settled() state {
+func (r *rig) steady() state {
 	r.tb.Helper()
-	s, err := counters.WaitSteady(r.ctx, wait, settleWindow, r.state)
+	s, err := counters.WaitSteady(r.ctx, wait, steadyWindow, r.state)
 	assert.NilError(r.tb, err, "waiting for the tap's counters to settle")
 	return s
 }
