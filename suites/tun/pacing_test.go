@@ -9,6 +9,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/margin"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
@@ -72,10 +73,13 @@ func TestPacing(t *testing.T) {
 			}()
 			waitSender := func(what string) {
 				t.Helper()
+				start := time.Now()
 				select {
 				case err := <-done:
+					margin.Note(waitLimit, time.Since(start), false)
 					assert.NilError(t, err, "%s: after %d sent, %d refused", what, res.Sent, res.Refused)
 				case <-time.After(waitLimit):
+					margin.Note(waitLimit, waitLimit, true)
 					t.Fatalf("%s: the sender did not finish within %v", what, waitLimit)
 				}
 			}

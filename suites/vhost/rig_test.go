@@ -20,6 +20,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/margin"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
@@ -383,7 +384,8 @@ func (r *rig) collect(g *guest.Net, rv *receiver, done func(*receiver) bool) {
 // receiver or wait passes.
 func (r *rig) receive(g *guest.Net, rv *receiver, post int, done func(*receiver) bool) {
 	r.tb.Helper()
-	deadline := time.Now().Add(wait)
+	start := time.Now()
+	deadline := start.Add(wait)
 	if post >= 0 {
 		_, err := g.Post(post)
 		assert.NilError(r.tb, err)
@@ -397,9 +399,11 @@ func (r *rig) receive(g *guest.Net, rv *receiver, post int, done func(*receiver)
 		assert.NilError(r.tb, err)
 		assert.NilError(r.tb, rv.first)
 		if done(rv) {
+			margin.Note(wait, time.Since(start), false)
 			return
 		}
 		if time.Now().After(deadline) || r.ctx.Err() != nil {
+			margin.Note(wait, time.Since(start), true)
 			s, _ := r.state()
 			r.tb.Fatalf("guest stalled: received %d after %v, %d buffers posted; %v", rv.got, wait, g.RX.Posted(), s)
 		}
