@@ -1,10 +1,13 @@
 package vmtest
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // accelChoice is how a run picks its accelerator.
@@ -83,4 +86,26 @@ func writeVerdict(cacheDir, accel string) error {
 		return err
 	}
 	return os.Rename(tmp, p)
+}
+
+// bootAccel runs boot under choice's accelerator. Where KVM has no verdict
+// yet (choice.Probe) it boots under KVM first, bounded by probeBoot: a
+// guest that never says hello there makes TCG the verdict until the next
+// reboot, with a warning, and boots again under TCG. boot gets the
+// accelerator, the job (its boot timeout cut for the probe) and whether
+// this boot is the probe.
+func bootAccel(choice accelChoice, job Job, probeBoot time.Duration, cacheDir string, warn io.Writer, boot func(accel string, job Job, probe bool) (*Outcome, error)) (*Outcome, error) {
+	if choice.Probe {
+		probeJob := job
+		probeJob.Timeouts.Boot = min(job.Timeouts.Boot, probeBoot)
+		out, err := boot("kvm", probeJob, true)
+		if !errors.Is(err, errNoHello) {
+			writeVerdict(cacheDir, "kvm")
+			return out, err
+		}
+		writeVerdict(cacheDir, "tcg")
+		fmt.Fprintf(warn, "xmitcheck: warning: a KVM guest did not start here (%v); using TCG until the next reboot\n", err)
+		choice.Accel = "tcg"
+	}
+	return boot(choice.Accel, job, false)
 }

@@ -101,21 +101,10 @@ func (n *Native) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink)
 		OutSock: filepath.Join(dir, "out.sock"), CtlSock: filepath.Join(dir, "ctl.sock"),
 		Append: n.opts.Append, SingleThread: job.SingleThreadTCG,
 	}
-	if choice.Probe {
-		cfg.Accel = "kvm"
-		probeJob := job
-		probeJob.Timeouts.Boot = min(job.Timeouts.Boot, kvmProbeBoot)
-		out, err := boot(ctx, qemu, cfg, probeJob, ir, sink, true)
-		if !errors.Is(err, errNoHello) {
-			writeVerdict(n.opts.CacheDir, "kvm")
-			return out, err
-		}
-		writeVerdict(n.opts.CacheDir, "tcg")
-		fmt.Fprintf(n.opts.Warn, "xmitcheck: warning: a KVM guest did not start here (%v); using TCG until the next reboot\n", err)
-		choice.Accel = "tcg"
-	}
-	cfg.Accel = choice.Accel
-	return boot(ctx, qemu, cfg, job, ir, sink, false)
+	return bootAccel(choice, job, kvmProbeBoot, n.opts.CacheDir, n.opts.Warn, func(accel string, job Job, probe bool) (*Outcome, error) {
+		cfg.Accel = accel
+		return boot(ctx, qemu, cfg, job, ir, sink, probe)
+	})
 }
 
 func (n *Native) qemu() (string, error) {

@@ -95,19 +95,9 @@ func (n *Vng) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*
 	if err != nil {
 		return nil, fmt.Errorf("vng job for %s: %w", k.Name, err)
 	}
-	if choice.Probe {
-		probeJob := job
-		probeJob.Timeouts.Boot = min(job.Timeouts.Boot, vngProbeBoot)
-		out, err := n.boot(ctx, vng, "kvm", k, probeJob, spec, missing, sink, true)
-		if !errors.Is(err, errNoHello) {
-			writeVerdict(n.opts.CacheDir, "kvm")
-			return out, err
-		}
-		writeVerdict(n.opts.CacheDir, "tcg")
-		fmt.Fprintf(n.opts.Warn, "xmitcheck: warning: a KVM guest did not start here (%v); using TCG until the next reboot\n", err)
-		choice.Accel = "tcg"
-	}
-	return n.boot(ctx, vng, choice.Accel, k, job, spec, missing, sink, false)
+	return bootAccel(choice, job, vngProbeBoot, n.opts.CacheDir, n.opts.Warn, func(accel string, job Job, probe bool) (*Outcome, error) {
+		return n.boot(ctx, vng, accel, k, job, spec, missing, sink, probe)
+	})
 }
 
 // vngArgs is the vng argv (without argv[0]) that runs the guest runner on
