@@ -9,10 +9,34 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/vishvananda/netlink"
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
+
+// senderTap makes tap xtap0 (txqueuelen ring, up) in a namespace of its
+// own and a Sender of stream 1 on it, closed when t ends.
+func senderTap(t *testing.T, ring int) (*netenv.Env, *tuntap.Device, netlink.Link, *Sender) {
+	t.Helper()
+	e := netenv.New(t)
+	var tap *tuntap.Device
+	var s *Sender
+	assert.NilError(t, e.Do(func() (err error) {
+		tap, err = tuntap.Open("xtap0", tuntap.IFFTap|tuntap.IFFNoPI)
+		return err
+	}))
+	t.Cleanup(func() { tap.Close() })
+	l := e.Link(t, "xtap0")
+	assert.NilError(t, e.Handle.LinkSetTxQLen(l, ring))
+	e.Up(t, l)
+	assert.NilError(t, e.Do(func() (err error) {
+		s, err = NewSender(l.Attrs().Index, 1)
+		return err
+	}))
+	t.Cleanup(func() { s.Close() })
+	return e, tap, l, s
+}
 
 // TestSenderToTap sends through a tap with an idle reader and checks that
 // every frame is accounted for: the ring holds txqueuelen of them and tun
@@ -27,27 +51,12 @@ func TestSenderToTap(t *testing.T) {
 	const ring, n = 16, 40
 	for _, qdisc := range []string{"pfifo", "noqueue"} {
 		t.Run(qdisc, func(t *testing.T) {
-			e := netenv.New(t)
-			var tap *tuntap.Device
-			var s *Sender
-			assert.NilError(t, e.Do(func() (err error) {
-				tap, err = tuntap.Open("xtap0", tuntap.IFFTap|tuntap.IFFNoPI)
-				return err
-			}))
-			defer tap.Close()
-			l := e.Link(t, "xtap0")
-			assert.NilError(t, e.Handle.LinkSetTxQLen(l, ring))
-			e.Up(t, l)
+			e, tap, l, s := senderTap(t, ring)
 			if qdisc == "pfifo" {
 				e.Pfifo(t, l, 100)
 			} else {
 				e.Noqueue(t, l)
 			}
-			assert.NilError(t, e.Do(func() (err error) {
-				s, err = NewSender(l.Attrs().Index, 1)
-				return err
-			}))
-			defer s.Close()
 
 			res, err := s.Send(n)
 			assert.NilError(t, err)
@@ -83,21 +92,7 @@ func TestDeviceState(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for /dev/net/tun and namespaces")
 	}
-	e := netenv.New(t)
-	var tap *tuntap.Device
-	var s *Sender
-	assert.NilError(t, e.Do(func() (err error) {
-		tap, err = tuntap.Open("xtap0", tuntap.IFFTap|tuntap.IFFNoPI)
-		return err
-	}))
-	defer tap.Close()
-	l := e.Link(t, "xtap0")
-	e.Up(t, l)
-	assert.NilError(t, e.Do(func() (err error) {
-		s, err = NewSender(l.Attrs().Index, 1)
-		return err
-	}))
-	defer s.Close()
+	e, tap, l, s := senderTap(t, 1000)
 
 	assert.NilError(t, s.deviceState())
 	e.Down(t, l)
