@@ -17,6 +17,7 @@ type fastpathCall struct {
 	_     structs.HostLayout
 	Q     uint64
 	Head  uint64
+	Frame [2]uint64
 	Depth uint32
 	Clear uint32
 }
@@ -32,6 +33,7 @@ type fastpathCounts struct {
 	Despite       uint64
 	Changed       uint64
 	Raises        uint64
+	Unread        uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -16,16 +16,20 @@
 // dev_requeue_skb() (sch_generic.c, the qdisc lock holder) always call the
 // out-of-line function.
 //
-// Entry notes q, q->defer_list.first and whether SCHED was clear. A NET_TX
+// Entry notes q, q->defer_list.first, the frame that head carries (the
+// suite's stream and sequence number) and whether SCHED was clear. A NET_TX
 // raise on the same CPU before the call returns, with SCHED now set, is the
 // call scheduling q (__netif_reschedule() raises it with interrupts off). It
-// counts against the fast path only if defer_list still has the head seen at
-// entry: then the list was not empty when the function read it (emptying and
-// refilling it with the same skb would take that skb through the qdisc, the
-// device, a free and a new send within a few hundred instructions). A call
-// that scheduled after the head changed is counted apart: the function may
-// have read the list empty (2-18% of the non-empty calls did so on Debian's
-// 7.2 and 7.3, which have the fast path).
+// counts against the fast path only if defer_list still has the same frame
+// at its head: then the list was not empty when the function read it. The
+// head's address alone does not prove that: a vCPU that stalls between the
+// entry and the read (a host under load stops TCG's vCPU threads for
+// milliseconds) lets the list be emptied, its skb sent and freed, and the
+// memory come back as a new skb pushed at the head (seen once, as 1 of 300
+// calls, in a 10-round soak of debian:7.3 under a kernel build). A call that
+// scheduled after the head changed is counted apart: the function may have
+// read the list empty (2-18% of the non-empty calls did so on Debian's 7.2
+// and 7.3, which have the fast path).
 //
 // The calls the suite's load makes run with BH disabled (the NAPI poll, the
 // qdisc lock holder), so a call's entry and exit happen on one CPU with
@@ -66,6 +70,11 @@ struct Qdisc {
 	struct llist_head defer_list;
 } __attribute__((preserve_access_index));
 
+struct sk_buff {
+	struct llist_node ll_node;
+	unsigned char *data;
+} __attribute__((preserve_access_index));
+
 enum qdisc_state_t { __QDISC_STATE_SCHED };
 enum netdev_queue_state_t { __QUEUE_STATE_DRV_XOFF };
 
@@ -78,14 +87,16 @@ struct counts {
 	__u64 unscheduled;    // of the non-empty ones, SCHED clear: without the fast path they schedule q
 	__u64 scheduled;      // calls that scheduled q: SCHED clear at entry, NET_TX raised, SCHED set
 	__u64 despite;        // of them, defer_list non-empty at entry and the same head at the raise
-	__u64 changed;        // of them, non-empty at entry but another head (or none) at the raise
+	__u64 changed;        // of them, non-empty at entry but another frame (or none) at the head at the raise
 	__u64 raises;         // every NET_TX_SOFTIRQ raise, whatever raised it
+	__u64 unread;         // frames at the head whose stream and sequence number could not be read
 };
 
 // call is the call in progress on a CPU.
 struct call {
 	__u64 q;     // the qdisc; 0: another device's, or a wake-up of a running queue
 	__u64 head;  // q->defer_list.first at entry
+	__u64 frame[2]; // the stream and sequence number of head's frame
 	__u32 depth; // nesting (netif_tx_wake_queue -> __netif_schedule)
 	__u32 clear; // SCHED was clear at entry, and the call has not scheduled q yet
 };
@@ -113,6 +124,19 @@ static __always_inline unsigned long sched_bit(void)
 	return 1UL << bpf_core_enum_value(enum qdisc_state_t, __QDISC_STATE_SCHED);
 }
 
+// frame_id reads the stream and sequence number (bytes 18-29 of a
+// traffic.Frame) of the skb whose ll_node is node, into id, and counts a
+// read that failed in n->unread (the test wants none).
+static __always_inline void frame_id(__u64 node, __u64 id[2], struct counts *n)
+{
+	struct sk_buff *skb = (struct sk_buff *)(node - bpf_core_field_offset(struct sk_buff, ll_node));
+	unsigned char *data = BPF_CORE_READ(skb, data);
+
+	id[0] = id[1] = 0;
+	if (bpf_probe_read_kernel(id, 12, data + 18))
+		n->unread++;
+}
+
 static __always_inline void enter(struct Qdisc *q, int wake)
 {
 	__u32 zero = 0;
@@ -128,6 +152,8 @@ static __always_inline void enter(struct Qdisc *q, int wake)
 		return;
 	c->q = (__u64)q;
 	c->head = (__u64)BPF_CORE_READ(q, defer_list.first);
+	if (c->head)
+		frame_id(c->head, c->frame, n);
 	c->clear = !(BPF_CORE_READ(q, state) & sched_bit());
 	n->calls++;
 	if (wake)
@@ -192,6 +218,7 @@ int BPF_PROG(net_tx_raise, unsigned int vec)
 	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
 	struct call *c = bpf_map_lookup_elem(&calls, &zero);
 	struct Qdisc *q;
+	__u64 head, frame[2];
 
 	if (vec != NET_TX_SOFTIRQ || !n || !c)
 		return 0;
@@ -205,9 +232,14 @@ int BPF_PROG(net_tx_raise, unsigned int vec)
 	n->scheduled++;
 	if (!c->head)
 		return 0;
-	if ((__u64)BPF_CORE_READ(q, defer_list.first) == c->head)
-		n->despite++;
-	else
-		n->changed++;
+	head = (__u64)BPF_CORE_READ(q, defer_list.first);
+	if (head == c->head) {
+		frame_id(head, frame, n);
+		if (frame[0] == c->frame[0] && frame[1] == c->frame[1]) {
+			n->despite++;
+			return 0;
+		}
+	}
+	n->changed++;
 	return 0;
 }
