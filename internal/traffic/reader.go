@@ -18,10 +18,12 @@ type Reader struct {
 	f     *os.File
 	buf   []byte
 	total atomic.Uint64
-	// Seen counts frames read, per stream.
-	Seen map[uint32]uint64
 	// Streams follows the sequence numbers of each stream, in read order.
 	Streams map[uint32]*Stream
+	// last is Streams[lastID]: a sender's frames come in runs (a
+	// sendmmsg(2) batch each), so most frames skip the map.
+	last   *Stream
+	lastID uint32
 }
 
 // Stream is what a Reader saw of one sender's frames. A Sender numbers its
@@ -29,6 +31,8 @@ type Reader struct {
 // frame read must carry a number above the last one read; the numbers it
 // jumps over are frames that did not arrive.
 type Stream struct {
+	// Frames counts the frames read, in order or not.
+	Frames uint64
 	// First is the number of the first frame read, Last the highest.
 	First, Last uint64
 	// InOrder frames carried a number above Last (the first frame
@@ -48,7 +52,7 @@ func (s *Stream) String() string {
 
 // NewReader reads from f, which must honour read deadlines (tuntap.Device).
 func NewReader(f *os.File) *Reader {
-	return &Reader{f: f, buf: make([]byte, 65536), Seen: map[uint32]uint64{}, Streams: map[uint32]*Stream{}}
+	return &Reader{f: f, buf: make([]byte, 65536), Streams: map[uint32]*Stream{}}
 }
 
 // Read reads up to n frames, waiting at most wait for each one. It returns
@@ -91,17 +95,33 @@ func (r *Reader) Drain(quiet time.Duration) (int, error) {
 // Total is how many frames r has read; safe to call while ReadUntil runs.
 func (r *Reader) Total() uint64 { return r.total.Load() }
 
+// Seen counts the frames read per stream.
+func (r *Reader) Seen() map[uint32]uint64 {
+	seen := make(map[uint32]uint64, len(r.Streams))
+	for id, s := range r.Streams {
+		seen[id] = s.Frames
+	}
+	return seen
+}
+
 func (r *Reader) record(b []byte) error {
 	stream, seq, err := Parse(b)
 	if err != nil {
 		return err
 	}
-	r.Seen[stream]++
 	r.total.Add(1)
-	s := r.Streams[stream]
+	s := r.last
+	if s == nil || stream != r.lastID {
+		if s = r.Streams[stream]; s == nil {
+			s = &Stream{First: seq, Last: seq}
+			r.Streams[stream] = s
+		}
+		r.last, r.lastID = s, stream
+	}
+	s.Frames++
 	switch {
-	case s == nil:
-		r.Streams[stream] = &Stream{First: seq, Last: seq, InOrder: 1}
+	case s.Frames == 1:
+		s.InOrder = 1
 	case seq > s.Last:
 		s.Skipped += seq - s.Last - 1
 		s.Last = seq
@@ -109,12 +129,12 @@ func (r *Reader) record(b []byte) error {
 	case seq == s.Last:
 		s.Repeated++
 		if s.Disorder == "" {
-			s.Disorder = fmt.Sprintf("frame %d again right after itself (frame %d of the stream read)", seq, r.Seen[stream])
+			s.Disorder = fmt.Sprintf("frame %d again right after itself (frame %d of the stream read)", seq, s.Frames)
 		}
 	default:
 		s.Late++
 		if s.Disorder == "" {
-			s.Disorder = fmt.Sprintf("frame %d after frame %d (frame %d of the stream read)", seq, s.Last, r.Seen[stream])
+			s.Disorder = fmt.Sprintf("frame %d after frame %d (frame %d of the stream read)", seq, s.Last, s.Frames)
 		}
 	}
 	return nil

@@ -34,9 +34,9 @@ func TestReaderFollowsStreams(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, got, 7)
 	assert.NilError(t, r.InOrder())
-	assert.DeepEqual(t, *r.Streams[1], Stream{First: 0, Last: 9, InOrder: 5, Skipped: 5})
-	assert.DeepEqual(t, *r.Streams[2], Stream{First: 7, Last: 8, InOrder: 2})
-	assert.DeepEqual(t, r.Seen, map[uint32]uint64{1: 5, 2: 2})
+	assert.DeepEqual(t, *r.Streams[1], Stream{Frames: 5, First: 0, Last: 9, InOrder: 5, Skipped: 5})
+	assert.DeepEqual(t, *r.Streams[2], Stream{Frames: 2, First: 7, Last: 8, InOrder: 2})
+	assert.DeepEqual(t, r.Seen(), map[uint32]uint64{1: 5, 2: 2})
 
 	missing, err := r.Missing(1, 0, 12)
 	assert.NilError(t, err)
@@ -54,9 +54,9 @@ func TestReaderFindsDisorder(t *testing.T) {
 	write(2, 0, 3, 2, 4)
 	_, err := r.Drain(10 * time.Millisecond)
 	assert.NilError(t, err)
-	assert.DeepEqual(t, *r.Streams[1], Stream{First: 0, Last: 2, InOrder: 3, Repeated: 1,
+	assert.DeepEqual(t, *r.Streams[1], Stream{Frames: 4, First: 0, Last: 2, InOrder: 3, Repeated: 1,
 		Disorder: "frame 1 again right after itself (frame 3 of the stream read)"})
-	assert.DeepEqual(t, *r.Streams[2], Stream{First: 0, Last: 4, InOrder: 3, Skipped: 2, Late: 1,
+	assert.DeepEqual(t, *r.Streams[2], Stream{Frames: 4, First: 0, Last: 4, InOrder: 3, Skipped: 2, Late: 1,
 		Disorder: "frame 2 after frame 3 (frame 3 of the stream read)"})
 	assert.ErrorContains(t, r.InOrder(), "stream 1: first 0 last 2: 3 in order, 0 skipped, 1 repeated, 0 late; first: frame 1 again")
 	assert.ErrorContains(t, r.InOrder(), "stream 2: first 0 last 4: 3 in order, 2 skipped, 0 repeated, 1 late; first: frame 2 after frame 3")
@@ -64,10 +64,10 @@ func TestReaderFindsDisorder(t *testing.T) {
 
 func TestReadUntil(t *testing.T) {
 	r, write := datagrams(t)
-	write(1, 0, 1, 2)
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- r.ReadUntil(stop) }()
+	write(1, 0, 1, 2)
 	for end := time.Now().Add(5 * time.Second); r.Total() < 3; time.Sleep(time.Millisecond) {
 		assert.Assert(t, time.Now().Before(end), "ReadUntil read %d of 3 frames in 5s", r.Total())
 	}
@@ -78,7 +78,7 @@ func TestReadUntil(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("ReadUntil did not return within 5s of stop")
 	}
-	assert.DeepEqual(t, *r.Streams[1], Stream{First: 0, Last: 2, InOrder: 3})
+	assert.DeepEqual(t, *r.Streams[1], Stream{Frames: 3, First: 0, Last: 2, InOrder: 3})
 }
 
 func TestReadNow(t *testing.T) {
@@ -90,5 +90,5 @@ func TestReadNow(t *testing.T) {
 	got, err = r.ReadNow()
 	assert.NilError(t, err)
 	assert.Equal(t, got, 1)
-	assert.DeepEqual(t, *r.Streams[4], Stream{First: 6, Last: 6, InOrder: 1})
+	assert.DeepEqual(t, *r.Streams[4], Stream{Frames: 1, First: 6, Last: 6, InOrder: 1})
 }

@@ -169,7 +169,7 @@ func tapReader(tb testing.TB, e *netenv.Env, flags uint16, ring int) *rig {
 				readErr.Store(&err)
 				return
 			}
-			for s, v := range r.Seen {
+			for s, v := range r.Seen() {
 				seen[min(s, maxStream)].Add(v - prev[s])
 				prev[s] = v
 			}

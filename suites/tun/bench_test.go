@@ -111,7 +111,12 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 	cpu1, err := cpuTime()
 	assert.NilError(b, err)
 	close(stopRead)
-	assert.NilError(b, <-readErr)
+	select {
+	case err := <-readErr:
+		assert.NilError(b, err)
+	case <-time.After(waitLimit):
+		b.Fatalf("the reader did not read the end frame within %v", waitLimit)
+	}
 	close(sendErr)
 	for err := range sendErr {
 		assert.NilError(b, err)

@@ -346,7 +346,7 @@ func readFirst(r *traffic.Reader, stream uint32, n int) bool {
 	if n == 0 {
 		return s == nil
 	}
-	return s != nil && *s == traffic.Stream{First: 0, Last: uint64(n) - 1, InOrder: uint64(n)}
+	return s != nil && *s == traffic.Stream{Frames: uint64(n), First: 0, Last: uint64(n) - 1, InOrder: uint64(n)}
 }
 
 // checkFirst asserts readFirst.

@@ -118,7 +118,7 @@ func TestMultiQueue(t *testing.T) {
 			qs := m.waitQueues(t, "queue 1 drained while queue 0 stays as it was", func(qs queueState) bool {
 				return qs.PerQ[1].Qlen == 0 && qs.PerQ[0].Qlen == uint64(f.backlog)
 			})
-			assert.Check(t, is.Equal(r1.Seen[1], uint64(got1)), "queue 1 got only stream 1: %v", r1.Seen)
+			assert.Check(t, is.Equal(r1.Seen()[1], uint64(got1)), "queue 1 got only stream 1: %v", r1.Seen())
 
 			r0 := traffic.NewReader(m.q[0].File)
 			readExactly(t, r0, f.ring+f.backlog)
@@ -127,7 +127,7 @@ func TestMultiQueue(t *testing.T) {
 			l := account(res0.Sent+res0.Refused+res1.Sent+res1.Refused, got0+got1, qs.state, 0)
 			assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 			assert.Check(t, is.Equal(got0, f.ring+f.backlog), "%v", l)
-			assert.Check(t, is.Equal(r0.Seen[0], uint64(got0)), "queue 0 got only stream 0: %v", r0.Seen)
+			assert.Check(t, is.Equal(r0.Seen()[0], uint64(got0)), "queue 0 got only stream 0: %v", r0.Seen())
 			checkStreams(t, l, sentBy(s0, s1), r0, r1)
 			checkFirst(t, r0, 0, f.ring+f.backlog)
 			checkFirst(t, r1, 1, f.ring+f.backlog)
@@ -221,8 +221,8 @@ func TestMultiQueue(t *testing.T) {
 			l.Uncounted, l.UncountedWhy = uint64(f.ring), "queue 0's ring purged at detach"
 			assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 			assert.Check(t, is.Equal(extra, 0), "%v", l)
-			assert.Check(t, is.Equal(r1.Seen[0], uint64(f.backlog+k)), "file 1 (now queue 0) gets txq 0's old backlog and stream 0: %v", r1.Seen)
-			assert.Check(t, is.Equal(r0.Seen[1], uint64(k)), "file 0 (now queue 1) gets stream 1: %v", r0.Seen)
+			assert.Check(t, is.Equal(r1.Seen()[0], uint64(f.backlog+k)), "file 1 (now queue 0) gets txq 0's old backlog and stream 0: %v", r1.Seen())
+			assert.Check(t, is.Equal(r0.Seen()[1], uint64(k)), "file 0 (now queue 1) gets stream 1: %v", r0.Seen())
 			checkStreams(t, l, sentBy(s0, s1), r0, r1)
 		})
 	}

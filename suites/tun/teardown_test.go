@@ -193,7 +193,7 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 	assert.Check(t, is.Equal(extra, 0), "%v", l)
 	checkStreams(t, l, sentBy(s0, s1), r)
 	checkFirst(t, r, 1, f.ring)
-	want := traffic.Stream{First: uint64(f.ring), Last: uint64(n - 1), InOrder: uint64(f.backlog)}
+	want := traffic.Stream{Frames: uint64(f.backlog), First: uint64(f.ring), Last: uint64(n - 1), InOrder: uint64(f.backlog)}
 	assert.Check(t, r.Streams[0] != nil && *r.Streams[0] == want, "stream 0: want frames %d-%d (txq 0's backlog), read %v; %v", f.ring, n-1, r.Streams[0], l)
 	freed.WaitFor(t, l.Uncounted, waitLimit, l)
 }
