@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/nopreempt"
 )
 
 // Net is one vhost-net device driven from userspace. Its two virtqueues
@@ -56,7 +57,9 @@ func Open(cfg Config) (*Net, error) {
 }
 
 func (n *Net) setup(l Layout, cfg Config) error {
-	if err := n.ioctl(ioctlSetOwner, nil, "VHOST_SET_OWNER"); err != nil {
+	// Its worker is made by copy_process, which a pending signal stops:
+	// see internal/nopreempt.
+	if err := nopreempt.Do(func() error { return n.ioctl(ioctlSetOwner, nil, "VHOST_SET_OWNER") }); err != nil {
 		return err
 	}
 	var have uint64

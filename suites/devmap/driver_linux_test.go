@@ -15,6 +15,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/nopreempt"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
@@ -60,34 +61,32 @@ func (d *liveDriver) Path() Path { return Native }
 // A signal stops the run with EINTR after some frames went out, and
 // cilium/ebpf runs it again from the start (RunOptions.Reset): those frames
 // go out twice (seen once in a soak under load: 9 received of 8 on 6.12).
-// The run's thread (Env.Do locks it) therefore blocks SIGURG, the signal
-// the Go runtime preempts goroutines with, and a run that is still
-// interrupted is an error, never a duplicate.
+// The run therefore blocks SIGURG, the signal the Go runtime preempts
+// goroutines with (nopreempt.Do), and a run that is still interrupted is an
+// error, never a duplicate.
 func (r *Rig) RunLive(prog *ebpf.Program, frame []byte, frames, batch int) error {
 	return r.Env.Do(func() error {
-		var urg, old unix.Sigset_t
-		urg.Val[0] = 1 << (unix.SIGURG - 1)
-		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &urg, &old); err != nil {
-			return fmt.Errorf("block SIGURG: %w", err)
-		}
-		defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-		interrupted := false
-		_, err := prog.Run(&ebpf.RunOptions{
-			Data:      frame,
-			Context:   xdpMd{DataEnd: uint32(len(frame)), IngressIfindex: uint32(r.In.Attrs().Index)},
-			Repeat:    uint32(frames),
-			BatchSize: uint32(batch),
-			Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
-			Reset:     func() { interrupted = true },
-		})
-		if err == nil && interrupted {
-			err = errors.New("interrupted by a signal and run again: the frames sent before the signal went out twice")
-		}
-		if err != nil {
-			return fmt.Errorf("BPF_PROG_TEST_RUN %v with live frames, repeat %d batch %d: %w", prog, frames, batch, err)
-		}
-		return nil
+		return nopreempt.Do(func() error { return r.runLive(prog, frame, frames, batch) })
 	})
+}
+
+func (r *Rig) runLive(prog *ebpf.Program, frame []byte, frames, batch int) error {
+	interrupted := false
+	_, err := prog.Run(&ebpf.RunOptions{
+		Data:      frame,
+		Context:   xdpMd{DataEnd: uint32(len(frame)), IngressIfindex: uint32(r.In.Attrs().Index)},
+		Repeat:    uint32(frames),
+		BatchSize: uint32(batch),
+		Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+		Reset:     func() { interrupted = true },
+	})
+	if err == nil && interrupted {
+		err = errors.New("interrupted by a signal and run again: the frames sent before the signal went out twice")
+	}
+	if err != nil {
+		return fmt.Errorf("BPF_PROG_TEST_RUN %v with live frames, repeat %d batch %d: %w", prog, frames, batch, err)
+	}
+	return nil
 }
 
 // ProbeLiveFrames runs prog once with BPF_F_TEST_XDP_LIVE_FRAMES and
