@@ -49,7 +49,9 @@ type Result struct {
 // the kernel doubles it), and every frame a qdisc holds charges it with
 // the frame's truesize (under 1 KiB for a FrameLen frame), so it would take
 // a million frames parked at once to fill it, where the qdiscs here hold
-// at most fq_codel's 10240. Should it ever fill, Send fails with EAGAIN.
+// at most fq_codel's 10240 (the others, txqueuelen: 512 at most). Should
+// it ever fill, the frame that finds it full fails Send with EAGAIN if it
+// is the first of a sendmmsg(2), and is counted as refused after others.
 func NewSender(ifindex int, stream uint32) (*Sender, error) {
 	s, err := newSender(ifindex, stream, Batch, func(fd int) error {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 1<<30); err != nil {
