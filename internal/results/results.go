@@ -60,6 +60,9 @@ type Test struct {
 	// kernel's (the emulator's): it counts as not tested.
 	Artefact bool
 	done     bool
+	// partial is set while the last of Output is a line test2json split
+	// (it cuts lines longer than 1 KiB into events): the next piece joins it.
+	partial bool
 }
 
 // Reason is the last line the test logged before it ended, without its
@@ -125,7 +128,13 @@ func (r *Run) Add(e Event) {
 		r.dropRunning(t)
 		r.running = append(r.running, t)
 	case "output":
-		t.Output = append(t.Output, strings.TrimSuffix(e.Output, "\n"))
+		line, whole := strings.CutSuffix(e.Output, "\n")
+		if t.partial {
+			t.Output[len(t.Output)-1] += line
+		} else {
+			t.Output = append(t.Output, line)
+		}
+		t.partial = !whole
 	case "pass", "fail", "skip":
 		t.Status = Status(e.Action)
 		if t.Status == Skip && strings.HasPrefix(t.Reason(), "XFAIL ") {

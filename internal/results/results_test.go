@@ -201,3 +201,26 @@ func TestSummaryNamesSkips(t *testing.T) {
 	assert.Check(t, is.Contains(b.String(), "  xfail 1: known kernel issue: suites/tun.TestKnown/SameDevice\n"))
 	assert.Check(t, is.Contains(b.String(), "  skip 1: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80): suites/tun.TestFlag\n"))
 }
+
+// TestSplitLinesJoin: test2json cuts an output line longer than 1 KiB into
+// events without its newline; a binary's margins line (a site per test
+// that waits) is that long on 7.3, and a soak lost tun's and vhost's.
+func TestSplitLinesJoin(t *testing.T) {
+	var sites []string
+	for i := range 20 {
+		sites = append(sites, fmt.Sprintf(`{"site":"tun/env_test.go:%d","limit":10000000000,"worst":7098329,"n":7}`, i))
+	}
+	line := `xmitcheck:{"margins":[` + strings.Join(sites, ",") + `]}`
+	r := NewRun("k")
+	r.Add(Event{Action: "output", Package: pkg, Output: "PASS\n"})
+	for rest := line + "\n"; rest != ""; {
+		n := min(len(rest), 1024)
+		r.Add(Event{Action: "output", Package: pkg, Output: rest[:n]})
+		rest = rest[n:]
+	}
+	r.Add(Event{Action: "output", Package: pkg, Output: "ok\n"})
+	assert.DeepEqual(t, r.Tests[0].Output, []string{"PASS", line, "ok"})
+	m := r.Margins()
+	assert.Assert(t, len(line) > 1024)
+	assert.Check(t, is.Len(m, 20))
+}
