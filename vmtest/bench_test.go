@@ -16,6 +16,7 @@ func BenchmarkBootToFirstTest(b *testing.B) {
 	k := bootKernel(b)
 	init, _ := guestBinaries(b)
 	job := tinyJob(b, "", "TestNothing")
+	job.SingleThreadTCG = false // as the runner boots
 	backends := []Backend{NewNative(NativeOptions{Init: init})}
 	if _, err := exec.LookPath("vng"); err == nil {
 		backends = append(backends, NewVng(VngOptions{Init: init}))
