@@ -56,7 +56,18 @@ func cmdExec(args []string) (int, error) {
 	}
 	b := v.newBackend(k, init)
 	s := &passSink{code: -1}
-	bin := vmtest.Binary{Name: filepath.Base(path), Path: path, Args: fs.Args()[1:]}
+	// go test runs the binary in its package's directory: the sources
+	// there go into the guest too, where gotest.tools reads a failed
+	// assertion's expression from them.
+	wd, err := os.Getwd()
+	if err != nil {
+		return 0, err
+	}
+	srcs, err := filepath.Glob(filepath.Join(wd, "*.go"))
+	if err != nil {
+		return 0, err
+	}
+	bin := vmtest.Binary{Name: filepath.Base(path), Path: path, Args: fs.Args()[1:], Sources: srcs}
 	out, err := b.Run(ctx, k, v.job(k, []vmtest.Binary{bin}, e), s)
 	if err != nil {
 		if out != nil {
