@@ -115,7 +115,7 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 	case err := <-readErr:
 		assert.NilError(b, err)
 	case <-time.After(waitLimit):
-		b.Fatalf("the reader did not read the end frame within %v", waitLimit)
+		b.Fatalf("the reader did not stop within %v of being told to", waitLimit)
 	}
 	close(sendErr)
 	for err := range sendErr {
