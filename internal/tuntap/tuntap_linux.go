@@ -12,8 +12,8 @@ import (
 
 // Device is one queue file of a tun/tap device.
 type Device struct {
-	// File is the queue's file; it is non-blocking, so reads honour
-	// deadlines set with SetReadDeadline.
+	// File is the queue's file. Open's is non-blocking, so reads honour
+	// deadlines set with SetReadDeadline; OpenBlocking's is not.
 	*os.File
 	// Name is the interface name the kernel gave the device.
 	Name string
@@ -23,7 +23,28 @@ type Device struct {
 // missing) with flags. The device lives in the network namespace of the
 // calling thread (see netenv.Env.Do).
 func Open(name string, flags uint16) (*Device, error) {
-	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	return open(name, flags, unix.O_NONBLOCK)
+}
+
+// OpenBlocking is Open for a reader with a thread of its own, as a
+// benchmark's (traffic.Reader.ReadToEnd): the file is blocking, so it stays
+// out of the runtime's network poller and has no deadlines.
+//
+// A file in the poller costs the device a call for every frame it queues.
+// The poller's epoll entry sits on the queue's wait queue, and tun's
+// ndo_start_xmit wakes that queue whenever it holds an entry
+// (sock_def_readable), so it calls ep_poll_callback per frame, reader
+// waiting or not; a reader sleeping in read(2) is on the queue only while
+// it sleeps. Measured with BenchmarkTap against tapbench.c on this
+// machine's 6.18 (testdata/tapbench-compare.sh, 10 rounds, 2026-12-01), a
+// reader blocking in read(2) read 0.83x tapbench.c's frames per second with
+// 1 sending thread on a file in the poller, and 1.06x on one out of it.
+func OpenBlocking(name string, flags uint16) (*Device, error) {
+	return open(name, flags, 0)
+}
+
+func open(name string, flags uint16, nonblock int) (*Device, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|nonblock|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/net/tun: %w", err)
 	}

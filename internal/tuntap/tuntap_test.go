@@ -3,6 +3,9 @@ package tuntap
 import (
 	"os"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -26,6 +29,37 @@ func TestOpenReadsFlagsBack(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(flags&(IFFTap|IFFNoPI), uint16(IFFTap|IFFNoPI)))
 	e.Link(t, "xtap0")
+}
+
+func TestOpenBlockingStaysOutOfThePoller(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("-short, or not root: needs root for /dev/net/tun and namespaces")
+	}
+	e := netenv.New(t)
+	for _, tc := range []struct {
+		open     func(string, uint16) (*Device, error)
+		blocking bool
+	}{{Open, false}, {OpenBlocking, true}} {
+		var d *Device
+		assert.NilError(t, e.Do(func() (err error) {
+			d, err = tc.open("xtap0", IFFTap|IFFNoPI)
+			return err
+		}))
+		rc, err := d.SyscallConn()
+		assert.NilError(t, err)
+		var fl int
+		assert.NilError(t, rc.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }))
+		assert.NilError(t, err)
+		assert.Check(t, is.Equal(fl&unix.O_NONBLOCK == 0, tc.blocking), "O_NONBLOCK in %#x", fl)
+		// Only a file in the runtime's poller takes a deadline.
+		err = d.SetReadDeadline(time.Now())
+		if tc.blocking {
+			assert.Check(t, is.ErrorIs(err, os.ErrNoDeadline))
+		} else {
+			assert.Check(t, err)
+		}
+		assert.NilError(t, d.Close())
+	}
 }
 
 func TestProbeBackpressureAgreesWithTUNGETIFF(t *testing.T) {
