@@ -92,7 +92,7 @@ func (r *Reader) Drain(quiet time.Duration) (int, error) {
 	}
 }
 
-// Total is how many frames r has read; safe to call while ReadUntil runs.
+// Total is how many frames r has read; safe to call while ReadToEnd runs.
 func (r *Reader) Total() uint64 { return r.total.Load() }
 
 // Seen counts the frames read per stream.

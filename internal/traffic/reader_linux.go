@@ -3,8 +3,7 @@ package traffic
 import (
 	"errors"
 	"fmt"
-	"os"
-	"time"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -32,66 +31,70 @@ func (r *Reader) ReadNow() (int, error) {
 	return 1, r.record(r.buf[:m])
 }
 
-// spinReads is how many reads in a row ReadUntil lets find the queue empty
-// before it parks in the runtime's poller. A sender keeping a tap busy
-// delivers a frame every microsecond or so and a read that finds none costs
-// less, so 32 cover the usual gap, where parking and waking through the
-// poller costs several. Measured with BenchmarkTap (flag off) on this
-// machine's 6.18, 2026-12-01: parking at the first empty read, the reader
-// parked 40-90 thousand times a second; with 32 spins 3-7 thousand, and in
-// 4 interleaved rounds with 2 sending threads it read 0.69-0.92 Mpps
-// against 0.68-0.75.
-const spinReads = 32
-
-// ReadUntil reads frames as they come until stop is closed: it reads the
-// queue dry with read(2) straight on the non-blocking file, then waits in
-// the runtime's poller, with no deadline per frame. It returns the first
-// time it finds the queue empty after stop is closed. Other goroutines may
-// call Total meanwhile; Seen and Streams belong to it until it returns.
-func (r *Reader) ReadUntil(stop <-chan struct{}) error {
-	if err := r.f.SetReadDeadline(time.Time{}); err != nil {
-		return err
-	}
+// ReadToEnd reads frames as they come until it reads a frame of stream
+// end, which it does not count: the caller sends that frame once every
+// frame it counts has been read or dropped, and again until ReadToEnd
+// returns (the queue may drop one). Other goroutines may call Total
+// meanwhile; Seen and Streams belong to it until it returns, and nothing
+// else may read the file.
+//
+// It reads as tapbench.c's reader does: on a thread of its own, one
+// read(2) per frame, blocking, so a read that finds the queue empty sleeps
+// in the kernel until a frame comes, where a non-blocking one costs a
+// failed read and a wait in a poll. With 2 threads sending, BenchmarkTap's
+// reader found the queue empty once every 5 frames (this machine's 6.18,
+// 2026-12-01). The read is a raw system call on a dup of the file's
+// descriptor, made blocking while it runs (O_NONBLOCK belongs to the open
+// file, which the dup shares). For a tap, open the file with
+// tuntap.OpenBlocking: one in the runtime's poller costs the sender a call
+// per frame.
+//
+// While it waits in read(2), its goroutine holds a P and cannot be stopped:
+// a stop of the world (a garbage collection, runtime.ReadMemStats,
+// runtime.GOMAXPROCS, testing.B's ResetTimer and StopTimer) waits for the
+// next frame, and if none comes, for ever. The caller turns the garbage
+// collector off (debug.SetGCPercent(-1)) and makes no such call until
+// ReadToEnd returns.
+func (r *Reader) ReadToEnd(end uint32) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	rc, err := r.f.SyscallConn()
 	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-stop:
-			r.f.SetReadDeadline(time.Now())
-		case <-done:
-		}
-	}()
-	var rerr error
-	err = rc.Read(func(fd uintptr) bool {
-		spins := 0
-		for {
-			// A read of a non-blocking file does not sleep: RawSyscall
-			// spares the scheduler's bookkeeping of a blocking call.
-			m, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)))
-			switch errno {
-			case 0:
-				spins = 0
-				if rerr = r.record(r.buf[:m]); rerr != nil {
-					return true
-				}
-			case unix.EAGAIN:
-				if spins++; spins < spinReads {
-					continue
-				}
-				return false
-			case unix.EINTR:
-			default:
-				rerr = fmt.Errorf("read %s: %w", r.f.Name(), errno)
-				return true
-			}
-		}
-	})
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return rerr
+	fd, derr := -1, error(nil)
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return err
 	}
-	return errors.Join(err, rerr)
+	if derr != nil {
+		return fmt.Errorf("dup %s: %w", r.f.Name(), derr)
+	}
+	defer unix.Close(fd)
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return fmt.Errorf("flags of %s: %w", r.f.Name(), err)
+	}
+	if fl&unix.O_NONBLOCK != 0 {
+		if err := unix.SetNonblock(fd, false); err != nil {
+			return fmt.Errorf("make %s blocking: %w", r.f.Name(), err)
+		}
+		defer unix.SetNonblock(fd, true)
+	}
+	for {
+		m, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)))
+		switch errno {
+		case 0:
+		case unix.EINTR:
+			continue
+		default:
+			return fmt.Errorf("read %s: %w", r.f.Name(), errno)
+		}
+		b := r.buf[:m]
+		if stream, _, err := Parse(b); err == nil && stream == end {
+			return nil
+		}
+		if err := r.record(b); err != nil {
+			return err
+		}
+	}
 }

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"os"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -62,23 +63,31 @@ func TestReaderFindsDisorder(t *testing.T) {
 	assert.ErrorContains(t, r.InOrder(), "stream 2: first 0 last 4: 3 in order, 2 skipped, 0 repeated, 1 late; first: frame 2 after frame 3")
 }
 
-func TestReadUntil(t *testing.T) {
+func TestReadToEnd(t *testing.T) {
+	// ReadToEnd blocks a garbage collection while it waits (see there).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	r, write := datagrams(t)
-	stop := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- r.ReadUntil(stop) }()
+	go func() { done <- r.ReadToEnd(9) }()
 	write(1, 0, 1, 2)
 	for end := time.Now().Add(5 * time.Second); r.Total() < 3; time.Sleep(time.Millisecond) {
-		assert.Assert(t, time.Now().Before(end), "ReadUntil read %d of 3 frames in 5s", r.Total())
+		assert.Assert(t, time.Now().Before(end), "ReadToEnd read %d of 3 frames in 5s", r.Total())
 	}
-	close(stop)
+	write(9, 0)
 	select {
 	case err := <-done:
 		assert.NilError(t, err)
 	case <-time.After(5 * time.Second):
-		t.Fatal("ReadUntil did not return within 5s of stop")
+		t.Fatal("ReadToEnd did not return within 5s of the end frame")
 	}
+	assert.DeepEqual(t, r.Seen(), map[uint32]uint64{1: 3}) // the end frame is not counted
 	assert.DeepEqual(t, *r.Streams[1], Stream{Frames: 3, First: 0, Last: 2, InOrder: 3})
+	rc, err := r.f.SyscallConn()
+	assert.NilError(t, err)
+	var fl int
+	assert.NilError(t, rc.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }))
+	assert.NilError(t, err)
+	assert.Check(t, fl&unix.O_NONBLOCK != 0, "the file is non-blocking again")
 }
 
 func TestReadNow(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,8 +29,10 @@ import (
 // from the first send until every frame was read or counted as dropped,
 // and tx/cpu_s (frames sent per CPU-second of the whole test process). The
 // senders (traffic.Sender: 64 frames per sendmmsg) never block, so with the
-// flag the losses move from tun to the qdisc rather than vanish. Every
-// stream must arrive in order.
+// flag the losses move from tun to the qdisc rather than vanish. The
+// reader reads as tapbench.c's does, blocking in read(2) on a thread of its
+// own (traffic.Reader.ReadToEnd), from a file out of the runtime's poller
+// (tuntap.OpenBlocking). Every stream must arrive in order.
 //
 // testdata/tapbench-compare.sh runs it against the C reference sender
 // (tapbench.c) on the running kernel, interleaved.
@@ -37,7 +40,7 @@ func BenchmarkTap(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		for _, mode := range []string{"flag=off", "flag=on+fq_codel"} {
 			b.Run(fmt.Sprintf("threads=%d/%s", threads, mode), func(b *testing.B) {
-				o := tapOpts{ring: 500, root: "default"}
+				o := tapOpts{ring: 500, root: "default", blocking: true}
 				if mode != "flag=off" {
 					o.flags, o.root = tuntap.IFFBackpressure, "fq_codel"
 				}
@@ -57,20 +60,45 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 	base, err := te.state()
 	assert.NilError(b, err)
 
+	// The reader stops at a frame of stream 0, which no sender above uses.
+	end := te.sender(b, 0)
 	r := traffic.NewReader(te.dev.File)
-	stopRead := make(chan struct{})
-	readErr := make(chan error, 1)
-	go func() { readErr <- r.ReadUntil(stopRead) }()
 
 	// A P for every goroutine that runs (the senders, the reader, this
 	// one), so that none waits for another's turn, and a thread of its own
-	// for each sender (LockOSThread below), as tapbench.c's threads have.
-	// The reader is not locked: a locked goroutine that parks in the poller
-	// hands its thread over at each wake (measured: 0.1 Mpps read).
+	// for each sender (LockOSThread below) and for the reader (ReadToEnd),
+	// as tapbench.c's threads have.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), threads+2)))
+	// Nothing may stop the world while the reader waits in read(2), see
+	// traffic.Reader.ReadToEnd: no garbage collection, and the reader
+	// starts after ResetTimer and stops before StopTimer (both read the
+	// memory statistics) and before the deferred calls above.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	cpu0, err := cpuTime()
 	assert.NilError(b, err)
 	b.ResetTimer()
+	readErr := make(chan error, 1)
+	go func() { readErr <- r.ReadToEnd(end.Stream()) }()
+	stopReader := sync.OnceValue(func() error {
+		// An end frame may find the ring full and be dropped: send one
+		// every millisecond until the reader has returned.
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		limit := time.After(waitLimit)
+		for {
+			if _, err := end.Send(1); err != nil {
+				return err
+			}
+			select {
+			case err := <-readErr:
+				return err
+			case <-tick.C:
+			case <-limit:
+				return fmt.Errorf("the reader did not read an end frame within %v", waitLimit)
+			}
+		}
+	})
+	defer stopReader()
 	start := time.Now()
 	var wg sync.WaitGroup
 	var sent atomic.Uint64
@@ -107,16 +135,10 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 		return s.Q.Qlen == 0 && ledger(s).Balanced()
 	})
 	elapsed := time.Since(start)
-	b.StopTimer()
 	cpu1, err := cpuTime()
 	assert.NilError(b, err)
-	close(stopRead)
-	select {
-	case err := <-readErr:
-		assert.NilError(b, err)
-	case <-time.After(waitLimit):
-		b.Fatalf("the reader did not stop within %v of being told to", waitLimit)
-	}
+	assert.NilError(b, stopReader())
+	b.StopTimer()
 	close(sendErr)
 	for err := range sendErr {
 		assert.NilError(b, err)

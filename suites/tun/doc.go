@@ -122,8 +122,9 @@
 // The benchmarks (BenchmarkTap) report received pps and lost/s with 1 and 2
 // sending threads, flag off against flag on with fq_codel, the shape of the
 // table in seed 000, and the frames sent per second and per CPU-second.
-// Their senders send 64 frames per sendmmsg (traffic.Sender), as the C
-// reference sender /work/shared/tools/tapbench.c does; this compares them
+// Their senders send 64 frames per sendmmsg (traffic.Sender) and their
+// reader blocks in read(2) on a thread of its own (traffic.Reader.ReadToEnd),
+// as the C reference /work/shared/tools/tapbench.c does; this compares them
 // on the running kernel, 10 interleaved rounds of 5 s (as root, from the
 // repository's top; it compiles both into a temporary directory):
 //

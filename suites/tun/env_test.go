@@ -48,6 +48,9 @@ type tapOpts struct {
 	// loose asks for flags without requiring the kernel to keep them:
 	// the classifier observes what a kernel does with a flag it ignores.
 	loose bool
+	// blocking opens the queue file with tuntap.OpenBlocking, for
+	// traffic.Reader.ReadToEnd.
+	blocking bool
 }
 
 func (o tapOpts) backpressure() bool { return o.flags&tuntap.IFFBackpressure != 0 }
@@ -117,9 +120,13 @@ func (te *tapRig) open(t testing.TB, flags uint16, strict bool) *tuntap.Device {
 	if kind == 0 {
 		kind = tuntap.IFFTap | tuntap.IFFNoPI
 	}
+	open := tuntap.Open
+	if te.opts.blocking {
+		open = tuntap.OpenBlocking
+	}
 	var d *tuntap.Device
 	assert.NilError(t, te.e.Do(func() (err error) {
-		d, err = tuntap.Open(tapName, kind|flags)
+		d, err = open(tapName, kind|flags)
 		return err
 	}))
 	t.Cleanup(func() { d.Close() })
