@@ -109,6 +109,12 @@ func (r *Reader) record(b []byte) error {
 	if err != nil {
 		return err
 	}
+	r.follow(stream, seq)
+	return nil
+}
+
+// follow counts frame seq of stream.
+func (r *Reader) follow(stream uint32, seq uint64) {
 	r.total.Add(1)
 	s := r.last
 	if s == nil || stream != r.lastID {
@@ -137,7 +143,6 @@ func (r *Reader) record(b []byte) error {
 			s.Disorder = fmt.Sprintf("frame %d after frame %d (frame %d of the stream read)", seq, s.Last, s.Frames)
 		}
 	}
-	return nil
 }
 
 // InOrder returns an error naming every stream that had a repeated or a
