@@ -81,20 +81,23 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 	go func() { readErr <- r.ReadToEnd(end.Stream()) }()
 	stopReader := sync.OnceValue(func() error {
 		// An end frame may find the ring full and be dropped: send one
-		// every millisecond until the reader has returned.
+		// every millisecond until the reader has returned. A send that
+		// fails does not end the wait: the reader stops by itself when
+		// the device goes, and may still read an earlier end frame.
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		limit := time.After(waitLimit)
+		var sendErr error
 		for {
 			if _, err := end.Send(1); err != nil {
-				return err
+				sendErr = err
 			}
 			select {
 			case err := <-readErr:
 				return err
 			case <-tick.C:
 			case <-limit:
-				return fmt.Errorf("the reader did not read an end frame within %v", waitLimit)
+				return fmt.Errorf("the reader did not read an end frame within %v (last failed send: %v)", waitLimit, sendErr)
 			}
 		}
 	})
