@@ -50,7 +50,9 @@ func (s *Stream) String() string {
 	return fmt.Sprintf("first %d last %d: %d in order, %d skipped, %d repeated, %d late", s.First, s.Last, s.InOrder, s.Skipped, s.Repeated, s.Late)
 }
 
-// NewReader reads from f, which must honour read deadlines (tuntap.Device).
+// NewReader reads from f. Read and Drain need a file that honours read
+// deadlines (tuntap.Open's); ReadToEnd needs a blocking one
+// (tuntap.OpenBlocking's).
 func NewReader(f *os.File) *Reader {
 	return &Reader{f: f, buf: make([]byte, 65536), Streams: map[uint32]*Stream{}}
 }

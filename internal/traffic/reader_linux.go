@@ -45,10 +45,9 @@ func (r *Reader) ReadNow() (int, error) {
 // failed read and a wait in a poll. With 2 threads sending, BenchmarkTap's
 // reader found the queue empty once every 5 frames (this machine's 6.18,
 // 2026-12-01). The read is a raw system call on a dup of the file's
-// descriptor, made blocking while it runs (O_NONBLOCK belongs to the open
-// file, which the dup shares). For a tap, open the file with
-// tuntap.OpenBlocking: one in the runtime's poller costs the sender a call
-// per frame.
+// descriptor, so the file must be blocking: for a tap, open it with
+// tuntap.OpenBlocking (a file in the runtime's poller would also cost the
+// sender a call per frame). A non-blocking file is an error.
 //
 // While it waits in read(2), its goroutine holds a P and cannot be stopped:
 // a stop of the world (a garbage collection, runtime.ReadMemStats,
@@ -71,16 +70,6 @@ func (r *Reader) ReadToEnd(end uint32) error {
 		return fmt.Errorf("dup %s: %w", r.f.Name(), derr)
 	}
 	defer unix.Close(fd)
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err != nil {
-		return fmt.Errorf("flags of %s: %w", r.f.Name(), err)
-	}
-	if fl&unix.O_NONBLOCK != 0 {
-		if err := unix.SetNonblock(fd, false); err != nil {
-			return fmt.Errorf("make %s blocking: %w", r.f.Name(), err)
-		}
-		defer unix.SetNonblock(fd, true)
-	}
 	for {
 		// syscall.RawSyscall6 is the shortest way in: unix.RawSyscall and
 		// syscall.RawSyscall call it through two more frames, 2 % of the
@@ -90,6 +79,8 @@ func (r *Reader) ReadToEnd(end uint32) error {
 		case 0:
 		case unix.EINTR:
 			continue
+		case unix.EAGAIN:
+			return fmt.Errorf("read %s: %w: ReadToEnd needs a blocking file (tuntap.OpenBlocking)", r.f.Name(), errno)
 		default:
 			return fmt.Errorf("read %s: %w", r.f.Name(), errno)
 		}

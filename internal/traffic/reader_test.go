@@ -11,11 +11,12 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 )
 
-// datagrams returns a Reader on one end of a datagram socket pair (it
-// honours deadlines, as a tap's file does) and a function writing frames
-// of stream into the other end.
-func datagrams(t *testing.T) (*Reader, func(stream uint32, seqs ...uint64)) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+// datagrams returns a Reader on one end of a datagram socket pair and a
+// function writing frames of stream into the other end. The reading end
+// has the flags (unix.SOCK_NONBLOCK or 0) of a tap's file from tuntap.Open
+// (it honours deadlines) or from tuntap.OpenBlocking.
+func datagrams(t *testing.T, flags int) (*Reader, func(stream uint32, seqs ...uint64)) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|flags|unix.SOCK_CLOEXEC, 0)
 	assert.NilError(t, err)
 	rd, wr := os.NewFile(uintptr(fds[0]), "read"), os.NewFile(uintptr(fds[1]), "write")
 	t.Cleanup(func() { rd.Close(); wr.Close() })
@@ -28,7 +29,7 @@ func datagrams(t *testing.T) (*Reader, func(stream uint32, seqs ...uint64)) {
 }
 
 func TestReaderFollowsStreams(t *testing.T) {
-	r, write := datagrams(t)
+	r, write := datagrams(t, unix.SOCK_NONBLOCK)
 	write(1, 0, 1, 2, 5, 9)
 	write(2, 7, 8)
 	got, err := r.Drain(10 * time.Millisecond)
@@ -50,7 +51,7 @@ func TestReaderFollowsStreams(t *testing.T) {
 }
 
 func TestReaderFindsDisorder(t *testing.T) {
-	r, write := datagrams(t)
+	r, write := datagrams(t, unix.SOCK_NONBLOCK)
 	write(1, 0, 1, 1, 2)
 	write(2, 0, 3, 2, 4)
 	_, err := r.Drain(10 * time.Millisecond)
@@ -66,7 +67,7 @@ func TestReaderFindsDisorder(t *testing.T) {
 func TestReadToEnd(t *testing.T) {
 	// ReadToEnd blocks a garbage collection while it waits (see there).
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	r, write := datagrams(t)
+	r, write := datagrams(t, 0)
 	done := make(chan error, 1)
 	go func() { done <- r.ReadToEnd(9) }()
 	write(1, 0, 1, 2)
@@ -82,16 +83,15 @@ func TestReadToEnd(t *testing.T) {
 	}
 	assert.DeepEqual(t, r.Seen(), map[uint32]uint64{1: 3}) // the end frame is not counted
 	assert.DeepEqual(t, *r.Streams[1], Stream{Frames: 3, First: 0, Last: 2, InOrder: 3})
-	rc, err := r.f.SyscallConn()
-	assert.NilError(t, err)
-	var fl int
-	assert.NilError(t, rc.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }))
-	assert.NilError(t, err)
-	assert.Check(t, fl&unix.O_NONBLOCK != 0, "the file is non-blocking again")
+}
+
+func TestReadToEndWantsBlocking(t *testing.T) {
+	r, _ := datagrams(t, unix.SOCK_NONBLOCK)
+	assert.ErrorContains(t, r.ReadToEnd(9), "ReadToEnd needs a blocking file")
 }
 
 func TestReadNow(t *testing.T) {
-	r, write := datagrams(t)
+	r, write := datagrams(t, unix.SOCK_NONBLOCK)
 	got, err := r.ReadNow()
 	assert.NilError(t, err)
 	assert.Equal(t, got, 0, "nothing waiting")
