@@ -39,22 +39,22 @@ func (r *Reader) ReadNow() (int, error) {
 // meanwhile; Seen and Streams belong to it until it returns, and nothing
 // else may read the file.
 //
-// It reads as tapbench.c's reader does: on a thread of its own, one
-// read(2) per frame, blocking, so a read that finds the queue empty sleeps
-// in the kernel until a frame comes, where a non-blocking one costs a
-// failed read and a wait in a poll. With 2 threads sending, BenchmarkTap's
-// reader found the queue empty once every 5 frames (this machine's 6.18,
-// 2026-12-01). The read is a raw system call on a dup of the file's
-// descriptor, so the file must be blocking: for a tap, open it with
-// tuntap.OpenBlocking (a file in the runtime's poller would also cost the
-// sender a call per frame). A non-blocking file is an error.
+// It busy-polls on a thread of its own: one read(2) per frame, and when the
+// queue is empty it yields the CPU (sched_yield) and reads again, so it
+// never sleeps. A reader that sleeps in read(2), as tapbench.c's does, must
+// be woken, and the sender that queues the next frame pays for that
+// (sock_def_readable: try_to_wake_up, 15 to 55 thousand times a second with
+// 2 threads sending in BenchmarkTap on this machine's 6.18); the woken
+// reader also lands on the CPU of whichever sender woke it, about a
+// thousand times a second, and reads from a cold cache there (schedstat,
+// 2026-12-01). Given a CPU of its own (see BenchmarkTap) it keeps its cache
+// and costs the senders nothing.
 //
-// While it waits in read(2), its goroutine holds a P and cannot be stopped:
-// a stop of the world (a garbage collection, runtime.ReadMemStats,
-// runtime.GOMAXPROCS, testing.B's ResetTimer and StopTimer) waits for the
-// next frame, and if none comes, for ever. The caller turns the garbage
-// collector off (debug.SetGCPercent(-1)) and makes no such call until
-// ReadToEnd returns.
+// The read is a raw system call on a dup of the file's descriptor, which
+// must be blocking, so that it is out of the runtime's poller (for a tap,
+// open it with tuntap.OpenBlocking: a file in the poller costs the sender a
+// call per frame); ReadToEnd makes it non-blocking until it returns. A
+// non-blocking file is an error.
 func (r *Reader) ReadToEnd(end uint32) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -70,6 +70,18 @@ func (r *Reader) ReadToEnd(end uint32) error {
 		return fmt.Errorf("dup %s: %w", r.f.Name(), derr)
 	}
 	defer unix.Close(fd)
+	// The dup shares the file's flags.
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return fmt.Errorf("F_GETFL %s: %w", r.f.Name(), err)
+	}
+	if fl&unix.O_NONBLOCK != 0 {
+		return fmt.Errorf("%s is non-blocking: ReadToEnd needs a blocking file (tuntap.OpenBlocking)", r.f.Name())
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl|unix.O_NONBLOCK); err != nil {
+		return fmt.Errorf("F_SETFL O_NONBLOCK %s: %w", r.f.Name(), err)
+	}
+	defer unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl)
 	for {
 		// syscall.RawSyscall6 is the shortest way in: unix.RawSyscall and
 		// syscall.RawSyscall call it through two more frames, 2 % of the
@@ -77,10 +89,13 @@ func (r *Reader) ReadToEnd(end uint32) error {
 		m, _, errno := syscall.RawSyscall6(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)), 0, 0, 0)
 		switch errno {
 		case 0:
-		case unix.EINTR:
+		case unix.EAGAIN, unix.EINTR:
+			// Not a raw call: entering a system call through the
+			// runtime lets a stop of the world take the P, which it
+			// could not while the loop runs raw calls and no Go function
+			// prologue.
+			syscall.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			continue
-		case unix.EAGAIN:
-			return fmt.Errorf("read %s: %w: ReadToEnd needs a blocking file (tuntap.OpenBlocking)", r.f.Name(), errno)
 		default:
 			return fmt.Errorf("read %s: %w", r.f.Name(), errno)
 		}

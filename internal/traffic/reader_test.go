@@ -2,7 +2,7 @@ package traffic
 
 import (
 	"os"
-	"runtime/debug"
+	"runtime"
 	"testing"
 	"time"
 
@@ -65,11 +65,17 @@ func TestReaderFindsDisorder(t *testing.T) {
 }
 
 func TestReadToEnd(t *testing.T) {
-	// ReadToEnd blocks a garbage collection while it waits (see there).
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	r, write := datagrams(t, 0)
 	done := make(chan error, 1)
 	go func() { done <- r.ReadToEnd(9) }()
+	// Its loop must let the world stop while the queue is empty.
+	gc := make(chan struct{})
+	go func() { runtime.GC(); close(gc) }()
+	select {
+	case <-gc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a garbage collection did not finish within 5s while ReadToEnd polled an empty queue")
+	}
 	write(1, 0, 1, 2)
 	for end := time.Now().Add(5 * time.Second); r.Total() < 3; time.Sleep(time.Millisecond) {
 		assert.Assert(t, time.Now().Before(end), "ReadToEnd read %d of 3 frames in 5s", r.Total())
@@ -88,6 +94,15 @@ func TestReadToEnd(t *testing.T) {
 func TestReadToEndWantsBlocking(t *testing.T) {
 	r, _ := datagrams(t, unix.SOCK_NONBLOCK)
 	assert.ErrorContains(t, r.ReadToEnd(9), "ReadToEnd needs a blocking file")
+}
+
+func TestReadToEndRestoresBlocking(t *testing.T) {
+	r, write := datagrams(t, 0)
+	write(9, 0)
+	assert.NilError(t, r.ReadToEnd(9))
+	fl, err := unix.FcntlInt(r.f.Fd(), unix.F_GETFL, 0)
+	assert.NilError(t, err)
+	assert.Equal(t, fl&unix.O_NONBLOCK, 0, "the file is non-blocking after ReadToEnd")
 }
 
 func TestReadNow(t *testing.T) {
