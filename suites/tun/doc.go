@@ -122,11 +122,13 @@
 // The benchmarks (BenchmarkTap) report received pps and lost/s with 1 and 2
 // sending threads, flag off against flag on with fq_codel, the shape of the
 // table in seed 000, and the frames sent per second and per CPU-second.
-// Their senders send 64 frames per sendmmsg (traffic.Sender) and their
-// reader blocks in read(2) on a thread of its own (traffic.Reader.ReadToEnd),
-// as the C reference /work/shared/tools/tapbench.c does; this compares them
-// on the running kernel, 10 interleaved rounds of 5 s (as root, from the
-// repository's top; it compiles both into a temporary directory):
+// Their senders send 64 frames per sendmmsg (traffic.Sender), as the C
+// reference /work/shared/tools/tapbench.c does, and their reader
+// busy-polls the tap (traffic.Reader.ReadToEnd) on a CPU of its own, where
+// tapbench.c's sleeps in read(2) wherever the scheduler puts it; this
+// compares them on the running kernel, 10 interleaved rounds of 5 s (as
+// root, from the repository's top; it compiles both into a temporary
+// directory):
 //
 //	suites/tun/testdata/tapbench-compare.sh /work/shared/tools/tapbench.c 10 5
 package tun
