@@ -38,10 +38,13 @@ type Result struct {
 	// dev_queue_xmit. Which counter has them depends on where: the qdisc's
 	// drops (NET_XMIT_DROP on enqueue), the device's tx_dropped (noqueue), or
 	// none at all on 7.2+ when __dev_xmit_skb frees a burst beyond
-	// net.core.qdisc_max_burst (SKB_DROP_REASON_QDISC_BURST_DROP). A test's
-	// total sent is Sent + Refused.
+	// net.core.qdisc_max_burst (SKB_DROP_REASON_QDISC_BURST_DROP).
 	Refused uint64
 }
+
+// Handed is every frame handed to the kernel, accepted or refused: the
+// left side of a ledger.
+func (r Result) Handed() uint64 { return r.Sent + r.Refused }
 
 // NewSender opens the socket; call it inside the device's namespace
 // (netenv.Env.Do). stream tells senders apart in the payload. Its calls
