@@ -39,11 +39,7 @@
 //	TestRedirectToTap            XDP into an IFF_BACKPRESSURE tap whose ring is full: who drops, who counts (seed 000's flag)
 //	BenchmarkRedirect            redirect pps, Native vs Native + 2nd xdp_prog (the seed's table)
 //
-// Expected verdicts per kernel, from kernels/expectations (go test ./kernels -args -update rewrites it):
-//
-//	seed   debian:5.10  debian:6.1                                                 debian:6.12         debian:7.2          debian:7.3          host:6.18.44-fc-v657
-//	004    absent       present                                                    present             present             present             present
-//	xfail  —            devmap-same-device+generic-clone-shared+live-frames-clone  devmap-same-device  devmap-same-device  devmap-same-device  devmap-same-device
+// What each kernel must show is in kernels/expectations.
 //
 // Skips are decided by probes and say which: live frames by a
 // BPF_PROG_TEST_RUN with the flag and batch_size 1, BPF_F_BROADCAST by

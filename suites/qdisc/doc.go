@@ -55,11 +55,7 @@
 // uncounted term. On debian:7.3 under
 // TCG, 4 senders through fq_codel lost 13978 of 68000 frames this way.
 //
-// Expected verdicts per kernel, from kernels/expectations (go test ./kernels -args -update rewrites it):
-//
-//	seed   debian:5.10  debian:6.1  debian:6.12  debian:7.2             debian:7.3             host:6.18.44-fc-v657
-//	003    absent       absent      absent       present                present                absent
-//	xfail  —            —           —            qdisc-burst-uncounted  qdisc-burst-uncounted  —
+// What each kernel must show is in kernels/expectations.
 //
 // 003 is absent where TestDeferList's probe finds no Qdisc.defer_list in
 // BTF (TestFastPath then skips, naming it); where the member is there,

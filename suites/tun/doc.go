@@ -45,11 +45,7 @@
 //	TestTeardown/*                 a stopped tap closed, detached, deleted, or its namespace deleted, in rounds:
 //	                               every frame it held freed exactly once, no socket left, no step that hangs
 //
-// Expected verdicts per kernel, from kernels/expectations (go test ./kernels -args -update rewrites it):
-//
-//	seed     debian:5.10  debian:6.1  debian:6.12  debian:7.2  debian:7.3  host:6.18.44-fc-v657
-//	000-tun  absent       absent      absent       absent      present     absent
-//	002      absent       absent      absent       absent      absent      absent
+// What each kernel must show is in kernels/expectations.
 //
 // A skip names the probe that decided it: TUNGETFEATURES lacking
 // IFF_BACKPRESSURE (0x80), kernel BTF lacking SKB_DROP_REASON_FULL_RING.

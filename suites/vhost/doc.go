@@ -69,10 +69,7 @@
 //   - BenchmarkRX: received pps and lost/s, 1 and 2 senders, stock against
 //     the flag with fq_codel (the seed's tap + vhost-net row).
 //
-// Expected verdicts per kernel, from kernels/expectations (go test ./kernels -args -update rewrites it):
-//
-//	seed       debian:5.10  debian:6.1  debian:6.12  debian:7.2  debian:7.3  host:6.18.44-fc-v657
-//	000-vhost  absent       absent      absent       absent      present     absent
+// What each kernel must show is in kernels/expectations.
 //
 // vhost-net is a module on every Debian kernel; this machine's own 6.18 has
 // none, so every test skips there, and 000-vhost is absent: the stock
