@@ -9,8 +9,8 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
-// expectations is the expectation file: what each catalog kernel (and
-// known machines' own kernels) must show.
+// expectations is the expectation file: what each catalog kernel must
+// show.
 //
 //go:embed expectations
 var expectations string
@@ -20,7 +20,7 @@ var expectations string
 const ReferenceKernel = "debian:7.3"
 
 // Expectations returns every line of the expectation file, by kernel name
-// ("debian:7.3", "host:RELEASE").
+// ("debian:7.3").
 func Expectations() (map[string]feature.Expectation, error) {
 	out := map[string]feature.Expectation{}
 	sc := bufio.NewScanner(strings.NewReader(expectations))
@@ -42,25 +42,22 @@ func Expectations() (map[string]feature.Expectation, error) {
 	return out, nil
 }
 
-// ExpectationKey is the name k has in the expectation file.
-func ExpectationKey(k *Kernel) string {
-	if k.Host {
-		return "host:" + k.Release
-	}
-	return k.Name
-}
-
 // Expect returns what k must show and where that comes from: its line in
-// the expectation file, or, for a kernel outside it (a path, a build, an
-// unknown machine's kernel), the seeds and known issues of ReferenceKernel,
-// so that a kernel that lacks a merged seed never passes unless the user
-// says it may (--expect).
+// the expectation file, or, for a kernel outside it (a path, a build), the
+// seeds and known issues of ReferenceKernel, so that a kernel that lacks a
+// merged seed never passes unless the user says it may (--expect). The
+// running kernel (host) is judged by nothing but --expect: any machine's
+// kernel can run the suites, and its release string says nothing of what
+// it carries.
 func Expect(k *Kernel) (feature.Expectation, string, error) {
 	all, err := Expectations()
 	if err != nil {
 		return feature.Expectation{}, "", err
 	}
-	if e, ok := all[ExpectationKey(k)]; ok {
+	if k.Host {
+		return feature.Expectation{}, "not judged: the running kernel has no expectation (--expect gives one)", nil
+	}
+	if e, ok := all[k.Name]; ok {
 		return e, "kernels/expectations", nil
 	}
 	ref := all[ReferenceKernel]
