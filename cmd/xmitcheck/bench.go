@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/results"
 )
 
@@ -66,7 +65,7 @@ func cmdBench(args []string) error {
 			accel := ""
 			for range *n {
 				s := &resultSink{run: results.NewRun(k.Label())}
-				out, err := b.Run(ctx, k, v.job(k, bins, feature.Expectation{}), s)
+				out, err := b.Run(ctx, k, v.job(k, bins, false), s)
 				if err != nil {
 					return fmt.Errorf("%s on %s: %w", be, k.Label(), err)
 				}

@@ -2,17 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
-	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
 // Exit codes of `bisect`, git bisect run's convention.
@@ -46,8 +47,11 @@ func cmdBisect(args []string) int {
 		b.tree = "."
 	}
 	tree, err := filepath.Abs(b.tree)
+	if err == nil {
+		_, err = os.Stat(filepath.Join(tree, "Makefile"))
+	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
+		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: --tree %s is not a kernel tree (%v): run it in the tree, or give --tree DIR\n", b.tree, err)
 		return bisectAbort
 	}
 	b.tree = tree
@@ -58,6 +62,7 @@ func cmdBisect(args []string) int {
 		}
 	}
 	s.v.kernels = listFlag{"build:bisect"} // checked by check(), named below
+	s.v.only = true
 	if err := s.v.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
@@ -83,40 +88,48 @@ func cmdBisect(args []string) int {
 		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: cannot test this commit (exit %d): %v\n", bisectSkip, err)
 		return bisectSkip
 	}
-	code, why := bisectExit(runs[0])
+	_, _, scope, err := s.v.expectation(k)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
+		return bisectAbort
+	}
+	code, why := bisectExit(runs[0], scope)
 	fmt.Fprintf(os.Stderr, "xmitcheck: bisect: %s (exit %d; build %v, boot and tests %v)\n", why, code,
 		builtAt.Sub(start).Round(time.Second), time.Since(builtAt).Round(time.Second))
 	return code
 }
 
-// bisectExit maps one kernel's run to git bisect run's exit codes.
-func bisectExit(r *results.Run) (int, string) {
-	switch {
-	case errors.Is(r.Err, vmtest.ErrNoBoot):
-		return bisectSkip, "skip: " + r.Err.Error()
-	case errors.Is(r.Err, vmtest.ErrCrash):
-		return bisectBad, "bad: " + r.Err.Error()
-	case r.Err != nil:
-		return bisectSkip, "skip: " + r.Err.Error()
-	}
-	untestable := ""
+// bisectExit maps one kernel's run to git bisect run's exit codes,
+// judging only the seeds in scope (all of them when scope is empty): a real
+// failure there is bad whatever else went wrong; then anything that left
+// the question unanswered (a run error, an emulator artefact, a seed no
+// test judged, a failure outside every seed's tests) is untestable.
+func bisectExit(r *results.Run, scope []feature.Seed) (int, string) {
+	in := func(s feature.Seed) bool { return len(scope) == 0 || slices.Contains(scope, s) }
 	for _, v := range r.Verdicts {
 		switch {
-		case v.State == results.Error:
-			untestable = fmt.Sprintf("%s could not be tested: %s", v.Seed, v.Why)
-		case v.Mismatch():
-			return bisectBad, fmt.Sprintf("bad: %s is %s, want %s: %s", v.Seed, v.State, v.Want, v.Why)
+		case !in(v.Seed):
+		case v.State == results.Broken:
+			return bisectBad, "bad: " + v.Line()
+		case v.State != results.Error && v.Want != "" && v.State != v.Want:
+			return bisectBad, "bad: " + v.Line()
 		}
 	}
-	if len(r.Misses) > 0 {
-		m := r.Misses[0]
-		return bisectBad, fmt.Sprintf("bad: feature %s missing (%s)", m.Feature, m.Probe)
+	for _, m := range r.Misses {
+		if r.Expect.Features[m.Feature] {
+			return bisectBad, "bad: " + m.Line()
+		}
 	}
-	if r.Failed() {
-		return bisectBad, "bad: a test failed"
+	if r.Err != nil {
+		return bisectSkip, "skip: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")
 	}
-	if untestable != "" {
-		return bisectSkip, "skip: " + untestable
+	for _, v := range r.Verdicts {
+		if in(v.Seed) && v.State == results.Error {
+			return bisectSkip, "skip: " + v.Line()
+		}
+	}
+	if len(r.Orphans) > 0 {
+		return bisectSkip, "skip: a failure outside every seed's tests: " + r.Orphans[0]
 	}
 	return bisectGood, "good: every verdict as expected"
 }

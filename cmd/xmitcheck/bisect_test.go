@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -11,60 +12,78 @@ import (
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
-// run003 is a run whose one test of seed 003 ended as status, after
-// logging lines, judged against expect.
-func run003(t *testing.T, status string, expect string, lines ...string) *results.Run {
+const qdiscPkg = "github.com/xmitcheck/xmitcheck/suites/qdisc"
+
+// step is one bisection step's run: tests of pkg, each (name, status,
+// lines), judged against expect as the seeds it names.
+func step(t *testing.T, expect string, runErr error, tests ...[]string) (*results.Run, []feature.Seed) {
 	t.Helper()
 	r := results.NewRun("build:x")
-	const pkg = "github.com/xmitcheck/xmitcheck/suites/qdisc"
-	r.Add(results.Event{Action: "run", Package: pkg, Test: "TestFastPath"})
-	for _, l := range append([]string{feature.Record{Seed: feature.Seed003}.String()}, lines...) {
-		r.Add(results.Event{Action: "output", Package: pkg, Test: "TestFastPath", Output: "    x_test.go:1: " + l + "\n"})
+	for _, tc := range tests {
+		r.Add(results.Event{Action: "run", Package: tc[0], Test: tc[1]})
+		for _, l := range tc[3:] {
+			r.Add(results.Event{Action: "output", Package: tc[0], Test: tc[1], Output: "    x_test.go:1: " + l + "\n"})
+		}
+		r.Add(results.Event{Action: tc[2], Package: tc[0], Test: tc[1]})
 	}
-	r.Add(results.Event{Action: status, Package: pkg, Test: "TestFastPath"})
-	r.Finish(nil)
+	r.Finish(runErr)
 	e, err := feature.ParseExpectation(expect)
 	assert.NilError(t, err)
-	r.Judge(e, "--expect "+expect)
-	return r
+	var named []feature.Seed
+	for s := range e.Seeds {
+		named = append(named, s)
+	}
+	r.Judge(e, "--expect "+expect, named...)
+	return r, named
 }
 
+var (
+	tag003   = feature.Record{Seed: feature.Seed003}.String()
+	shown003 = feature.Record{Seed: feature.Seed003, Shown: true, Why: "fast path taken"}.String()
+	tag000   = feature.Record{Seed: feature.Seed000Tun}.String()
+	noFlag   = feature.Record{Feature: feature.IFFBackpressure, Absent: true, Why: "TUNGETFEATURES=0x7173 lacks 0x80"}.String()
+	never    = feature.Record{Seed: feature.Seed003, Absent: true, Why: "0 of 300 schedules took the fast path"}.String()
+	artefact = errors.New("suites/devmap could not be tested: TCG ran stale code twice")
+)
+
 func TestBisectExit(t *testing.T) {
+	fastPath := []string{qdiscPkg, "TestFastPath", "pass", tag003, shown003}
 	for _, tc := range []struct {
-		name string
-		run  func() *results.Run
-		want int
+		name   string
+		expect string
+		err    error
+		tests  [][]string
+		want   int
 	}{
-		{"good", func() *results.Run {
-			return run003(t, "pass", "003", feature.Record{Seed: feature.Seed003, Shown: true, Why: "fast path taken"}.String())
-		}, bisectGood},
-		{"passed without showing 003", func() *results.Run { return run003(t, "pass", "003") }, bisectSkip},
-		{"broken", func() *results.Run { return run003(t, "fail", "003", "scheduled 12 times with defer_list non-empty") }, bisectBad},
-		{"absent where expected", func() *results.Run {
-			return run003(t, "skip", "003", feature.Record{Feature: feature.QdiscDeferList, Absent: true, Why: "no member"}.String())
-		}, bisectBad},
-		{"absent as expected", func() *results.Run {
-			return run003(t, "skip", "!003", feature.Record{Feature: feature.QdiscDeferList, Absent: true, Why: "no member"}.String())
-		}, bisectGood},
-		{"crash under a test", func() *results.Run {
-			r := run003(t, "pass", "003")
-			r.Err = fmt.Errorf("%w: kernel panic during TestFastPath", vmtest.ErrCrash)
-			return r
-		}, bisectBad},
-		{"no boot", func() *results.Run {
-			r := results.NewRun("build:x")
-			r.Finish(fmt.Errorf("%w: %w: boot timeout", vmtest.ErrNoBoot, vmtest.ErrCrash))
-			return r
-		}, bisectSkip},
-		{"infrastructure", func() *results.Run {
-			r := results.NewRun("build:x")
-			r.Finish(fmt.Errorf("qemu failed: no such file"))
-			return r
-		}, bisectSkip},
+		{"good", "003", nil, [][]string{fastPath}, bisectGood},
+		{"passed without showing 003", "003", nil, [][]string{{qdiscPkg, "TestProgress", "pass", tag003}}, bisectSkip},
+		{"broken", "003", nil, [][]string{{qdiscPkg, "TestFastPath", "fail", tag003, "scheduled 12 times with defer_list non-empty"}}, bisectBad},
+		{"absent where expected", "003", nil, [][]string{{qdiscPkg, "TestFastPath", "skip", tag003, never}}, bisectBad},
+		{"absent as asked", "!003", nil, [][]string{{qdiscPkg, "TestFastPath", "skip", tag003, never}}, bisectGood},
+		{"a seed it did not name is not judged", "003", nil, [][]string{fastPath, {qdiscPkg, "TestTap", "skip", tag000, noFlag}}, bisectGood},
+		{"no test of the named seed", "003", nil, [][]string{{qdiscPkg, "TestTap", "skip", tag000, noFlag}}, bisectSkip},
+		{"a failure wins over an artefact", "003", artefact, [][]string{{qdiscPkg, "TestFastPath", "fail", tag003, "stranded 3 frames"}}, bisectBad},
+		{"an artefact alone is untestable", "003", artefact, [][]string{fastPath}, bisectSkip},
+		{"no boot", "003", fmt.Errorf("%w: %w: boot timeout", vmtest.ErrNoBoot, vmtest.ErrCrash), nil, bisectSkip},
+		{"infrastructure", "003", errors.New("qemu failed: no such file"), nil, bisectSkip},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, why := bisectExit(tc.run())
+			r, scope := step(t, tc.expect, tc.err, tc.tests...)
+			code, why := bisectExit(r, scope)
 			assert.Equal(t, code, tc.want, why)
 		})
 	}
+}
+
+func TestBisectCrashUnderATest(t *testing.T) {
+	r := results.NewRun("build:x")
+	r.Add(results.Event{Action: "run", Package: qdiscPkg, Test: "TestFastPath"})
+	r.Add(results.Event{Action: "output", Package: qdiscPkg, Test: "TestFastPath", Output: "    x_test.go:1: " + tag003 + "\n"})
+	r.AttachKernel(qdiscPkg, "panic", []string{"Kernel panic - not syncing: Fatal exception in interrupt"})
+	r.Finish(errors.Join(artefact, fmt.Errorf("%w: kernel panic during TestFastPath", vmtest.ErrCrash)))
+	e, _ := feature.ParseExpectation("003")
+	r.Judge(e, "--expect 003", feature.Seed003)
+	code, why := bisectExit(r, []feature.Seed{feature.Seed003})
+	assert.Equal(t, code, bisectBad, why)
+	assert.Equal(t, runExit([]*results.Run{r}), exitCrashed, "a crash after an artefact still says crash")
 }

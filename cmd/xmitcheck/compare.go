@@ -153,7 +153,7 @@ func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, count 
 	for round := 1; round <= count; round++ {
 		for i, k := range ks {
 			start := time.Now()
-			r, err := runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, nil, false, io.Discard)
+			r, err := runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, false, io.Discard)
 			if err != nil {
 				return nil, err
 			}

@@ -83,11 +83,7 @@ func cmdMatrix(args []string) (int, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			errs[i] = writeTo(filepath.Join(tmpOut, fileKey(k.Name)+".json"), func(w io.Writer) error {
-				var err error
-				runs[i], err = runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, json.NewEncoder(w), false, &human[i])
-				return err
-			})
+			runs[i], errs[i] = runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, false, &human[i])
 			if runs[i] != nil {
 				fmt.Fprintf(progress(), "xmitcheck: %s done: %v\n", k.Label(), runs[i].Counts())
 			}
@@ -104,7 +100,8 @@ func cmdMatrix(args []string) (int, error) {
 	for i, r := range runs {
 		os.Stdout.Write(human[i].Bytes())
 		k := ks[i]
-		if err := writeReports([]*results.Run{r}, filepath.Join(tmpOut, fileKey(k.Name)+".ktap"), filepath.Join(tmpOut, fileKey(k.Name)+".junit.xml")); err != nil {
+		base := filepath.Join(tmpOut, fileKey(k.Name))
+		if err := writeReports([]*results.Run{r}, reports{ktap: base + ".ktap", junit: base + ".junit.xml", json: base + ".json"}); err != nil {
 			return 0, err
 		}
 		sn := r.Snapshot()

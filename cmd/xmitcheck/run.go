@@ -1,9 +1,7 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,7 +13,6 @@ import (
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/results"
-	"github.com/xmitcheck/xmitcheck/internal/splat"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
@@ -109,29 +106,28 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 
 	// Human output goes to stderr when stdout carries JSON or KTAP.
 	human := io.Writer(os.Stdout)
-	var enc *json.Encoder
-	if s.json {
-		enc = json.NewEncoder(os.Stdout)
+	if s.json || s.ktap == "-" {
 		human = os.Stderr
 	}
-	if s.ktap == "-" {
-		human = os.Stderr
-	}
-
 	var runs []*results.Run
 	for _, k := range ks {
-		r, err := runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, enc, s.verbose, human)
+		r, err := runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, s.verbose, human)
 		if err != nil {
 			return nil, err
 		}
 		runs = append(runs, r)
+		if s.json {
+			if err := results.WriteJSON(os.Stdout, []*results.Run{r}); err != nil {
+				return nil, err
+			}
+		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
 	results.WriteSummary(human, runs)
 	results.WriteVerdicts(human, runs)
-	return runs, writeReports(runs, s.ktap, s.junit)
+	return runs, writeReports(runs, reports{ktap: s.ktap, junit: s.junit})
 }
 
 func cmdRun(args []string) (int, error) {
@@ -203,82 +199,63 @@ func runExit(runs []*results.Run) int {
 // runOne runs the binaries on one kernel and judges the seeds against the
 // kernel's expectation. A crash or hang fails the test that was running and
 // does not hide the rest: the kernel boots again for the binaries not yet
-// run. An int3 oops that multi-threaded TCG made (splat.StaleInt3) is the
-// emulator's: that binary and those not yet run go again under
-// single-threaded TCG, which cannot run stale text, and a second one makes
-// its tests an error, never a kernel failure. An error with a nil Run means
-// the run could not start.
-func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary, enc *json.Encoder, verbose bool, human io.Writer) (*results.Run, error) {
-	e, source, err := v.expectation(k)
+// run. What the emulator killed goes by vmtest.Retry. Every error is kept
+// (errors.Join), so a crash after an emulator artefact still says crash.
+// An error with a nil Run means the run could not start.
+func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary, verbose bool, human io.Writer) (*results.Run, error) {
+	e, source, named, err := v.expectation(k)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend)…\n", len(bins), k.Label(), b.Name())
-	s := &resultSink{run: results.NewRun(k.Label()), kernel: k.Label(), name: k.Name, json: enc, progress: progress(), started: time.Now()}
+	s := &resultSink{run: results.NewRun(k.Label()), kernel: k.Label(), progress: progress(), started: time.Now()}
+	s.run.Name = k.Name
 	if verbose {
 		s.verbose = human
 	}
 	defer s.heartbeat(30 * time.Second)()
-	var runErr error
-	retried := map[string]bool{}
-	single := false
-	for todo := bins; len(todo) > 0; {
+	var errs []error
+	var retry vmtest.Retry
+	for todo := bins; len(todo) > 0 && ctx.Err() == nil; {
 		s.running, s.splats = "", nil
 		reports := len(s.run.Tests)
-		job := v.job(k, todo, e)
-		job.SingleThreadTCG = single
+		job := v.job(k, todo, true)
+		job.SingleThreadTCG = retry.SingleThread()
 		out, err := b.Run(ctx, k, job, s)
 		s.endBoot()
 		if s.err != nil {
 			return nil, s.err
 		}
 		if out != nil {
-			if s.run.Total == 0 {
-				s.run.BootToFirstTest = out.BootToFirstTest
-			}
-			s.run.Total += out.Total
-			s.run.Accel = out.Accel
+			s.run.AddBoot(out.BootToFirstTest, out.Total, out.Accel)
 		}
 		if err == nil {
 			break
 		}
 		crashed := s.running
-		artefact := out != nil && out.Accel == "tcg" && (splat.StaleInt3(out.Console) ||
-			slices.ContainsFunc(s.splats, func(sp vmtest.Splat) bool { return splat.StaleInt3(sp.Lines) }))
-		if errors.Is(err, vmtest.ErrNoBoot) && artefact && !retried["boot"] && ctx.Err() == nil {
-			retried["boot"], single = true, true
-			s.run.DropKernelReports(reports)
-			s.run.Note(fmt.Sprintf("%s: the boot died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's: booting again, single-threaded", k.Label()))
-			continue
-		}
-		if !errors.Is(err, vmtest.ErrCrash) || errors.Is(err, vmtest.ErrNoBoot) || crashed == "" || ctx.Err() != nil {
-			if out != nil && len(out.Console) > 0 {
-				s.run.AttachKernel("console at the end", out.Console)
+		if !errors.Is(err, vmtest.ErrCrash) || crashed == "" {
+			if errors.Is(err, vmtest.ErrNoBoot) && retry.After("", out, s.splats) == vmtest.Again {
+				s.run.DropKernelReports(reports)
+				s.run.Note(k.Label() + ": the boot died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's: booting again, single-threaded")
+				continue
 			}
-			runErr = cmp.Or(runErr, err)
+			s.attachConsole(crashed, out)
+			errs = append(errs, err)
 			break
 		}
-		var next []vmtest.Binary
-		for _, bin := range todo {
-			if !s.exited[bin.Name] && bin.Name != crashed {
-				next = append(next, bin)
-			}
-		}
-		switch {
-		case artefact && !retried[crashed]:
-			retried[crashed], single = true, true
+		next := slices.DeleteFunc(slices.Clone(todo), func(bin vmtest.Binary) bool { return s.exited[bin.Name] || bin.Name == crashed })
+		switch retry.After(crashed, out, s.splats) {
+		case vmtest.Again:
 			s.run.Note(fmt.Sprintf("%s: an int3 oops at a live-patched site under multi-threaded TCG, the emulator's (one vCPU ran text another had patched): running %s and the rest again, single-threaded", k.Label(), crashed))
 			s.run.DropPackage(crashed)
 			next = append([]vmtest.Binary{binNamed(todo, crashed)}, next...)
-		case artefact:
+		case vmtest.Untested:
 			s.run.Note(fmt.Sprintf("%s: the TCG int3 artefact again in %s: its tests count as not tested", k.Label(), crashed))
 			s.run.MarkArtefact(crashed)
-			runErr = cmp.Or(runErr, fmt.Errorf("%s could not be tested: TCG ran stale code twice, the second time single-threaded (int3 at a live-patched site); try --accel kvm", crashed))
+			errs = append(errs, fmt.Errorf("%s could not be tested: TCG ran stale code twice, the second time single-threaded (int3 at a live-patched site); try --accel kvm", crashed))
 		default:
-			if out != nil && len(out.Console) > 0 {
-				s.run.AttachKernel("console at the end", out.Console)
-			}
-			runErr = cmp.Or(runErr, err)
+			s.attachConsole(crashed, out)
+			errs = append(errs, err)
 		}
 		if len(next) > 0 {
 			s.run.Note(fmt.Sprintf("%s: %v; booting again for the %d test binaries not yet run", k.Label(), err, len(next)))
@@ -288,13 +265,8 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	for _, n := range s.run.Notes {
 		fmt.Fprintln(human, "xmitcheck:", n)
 	}
-	s.run.Finish(runErr)
-	s.run.Judge(e, source)
-	if enc != nil {
-		for _, ev := range s.run.VerdictEvents() {
-			enc.Encode(labelled(ev, k.Name))
-		}
-	}
+	s.run.Finish(errors.Join(errs...))
+	s.run.Judge(e, source, named...)
 	return s.run, nil
 }
 
@@ -303,14 +275,18 @@ func binNamed(bins []vmtest.Binary, name string) vmtest.Binary {
 	return bins[i]
 }
 
-func writeReports(runs []*results.Run, ktap, junit string) error {
-	if ktap != "" {
-		if err := writeTo(ktap, func(w io.Writer) error { return results.WriteKTAP(w, runs) }); err != nil {
-			return err
+// reports are the files a run writes ("" for none, "-" for stdout).
+type reports struct{ ktap, junit, json string }
+
+func writeReports(runs []*results.Run, out reports) error {
+	for _, f := range []struct {
+		path  string
+		write func(io.Writer, []*results.Run) error
+	}{{out.ktap, results.WriteKTAP}, {out.junit, results.WriteJUnit}, {out.json, results.WriteJSON}} {
+		if f.path == "" {
+			continue
 		}
-	}
-	if junit != "" {
-		if err := writeTo(junit, func(w io.Writer) error { return results.WriteJUnit(w, runs) }); err != nil {
+		if err := writeTo(f.path, func(w io.Writer) error { return f.write(w, runs) }); err != nil {
 			return err
 		}
 	}

@@ -61,7 +61,7 @@ func TestRunOneStaleInt3(t *testing.T) {
 
 	t.Run("single-threaded again", func(t *testing.T) {
 		b := &int3Backend{stale: map[int]bool{0: true}}
-		r, err := runOne(context.Background(), v, k, b, bins, nil, false, io.Discard)
+		r, err := runOne(context.Background(), v, k, b, bins, false, io.Discard)
 		assert.NilError(t, err)
 		assert.Assert(t, is.Len(b.jobs, 2))
 		assert.Check(t, !b.jobs[0].SingleThreadTCG, "the first boot is multi-threaded")
@@ -72,7 +72,7 @@ func TestRunOneStaleInt3(t *testing.T) {
 	})
 	t.Run("at boot", func(t *testing.T) {
 		b := &int3Backend{staleBoot: map[int]bool{0: true}}
-		r, err := runOne(context.Background(), v, k, b, bins, nil, false, io.Discard)
+		r, err := runOne(context.Background(), v, k, b, bins, false, io.Discard)
 		assert.NilError(t, err)
 		assert.Assert(t, is.Len(b.jobs, 2))
 		assert.Check(t, b.jobs[1].SingleThreadTCG)
@@ -83,7 +83,7 @@ func TestRunOneStaleInt3(t *testing.T) {
 	})
 	t.Run("twice is an error", func(t *testing.T) {
 		b := &int3Backend{stale: map[int]bool{0: true, 1: true}}
-		r, err := runOne(context.Background(), v, k, b, bins, nil, false, io.Discard)
+		r, err := runOne(context.Background(), v, k, b, bins, false, io.Discard)
 		assert.NilError(t, err)
 		assert.Check(t, is.ErrorContains(r.Err, "could not be tested"))
 		assert.Check(t, b.jobs[len(b.jobs)-1].SingleThreadTCG, "the rest stay single-threaded")

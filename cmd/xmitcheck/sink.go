@@ -20,16 +20,14 @@ import (
 
 // resultSink turns a backend's raw stream into results: each binary's
 // -test.v=test2json output goes through `go tool test2json`, every event is
-// recorded in the kernel's Run, optionally echoed as JSON, and kernel
-// splats fail the test that was running.
+// recorded in the kernel's Run, and kernel splats fail the test (or else the
+// binary) that was running.
 type resultSink struct {
 	run     *results.Run
-	kernel  string        // the label, "debian:7.3 (7.3.4-1~bpo13+1)"
-	name    string        // what --kernel said, "debian:7.3"
-	json    *json.Encoder // nil unless --json
-	verbose io.Writer     // nil unless -v: the tests' raw output
+	kernel  string    // the label, "debian:7.3 (7.3.4-1~bpo13+1)"
+	verbose io.Writer // nil unless -v: the tests' raw output
 
-	mu   sync.Mutex // guards run and json against the converter goroutine
+	mu   sync.Mutex // guards run against the converter goroutine
 	conv *converter
 	err  error
 
@@ -120,7 +118,7 @@ func (s *resultSink) Splat(sp vmtest.Splat) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.splats = append(s.splats, sp)
-	s.run.AttachKernel(sp.Kind, sp.Lines)
+	s.run.AttachKernel(s.running, sp.Kind, sp.Lines)
 	if s.verbose != nil {
 		for _, l := range sp.Lines {
 			fmt.Fprintln(s.verbose, "kernel:", l)
@@ -133,8 +131,13 @@ func (s *resultSink) add(e results.Event) {
 	defer s.mu.Unlock()
 	e.Kernel = s.kernel
 	s.run.Add(e)
-	if s.json != nil {
-		s.json.Encode(labelled(e, s.name))
+}
+
+// attachConsole fails what the kernel died under (the running test, else
+// the binary pkg) with the console's last lines.
+func (s *resultSink) attachConsole(pkg string, out *vmtest.Outcome) {
+	if out != nil && len(out.Console) > 0 {
+		s.run.AttachKernel(pkg, "console at the end", out.Console)
 	}
 }
 
@@ -188,14 +191,6 @@ func (c *converter) close() string {
 	<-c.done
 	c.cmd.Wait()
 	return c.verdict
-}
-
-// labelled is e as --json prints it: the package prefixed with the kernel
-// ("debian:7.3/suites/tun"), so tools that group by package (gotestsum,
-// tparse) keep kernels apart.
-func labelled(e results.Event, kernel string) results.Event {
-	e.Package = kernel + "/" + shortName(e.Package)
-	return e
 }
 
 // printable drops control bytes other than newline and tab (test2json's

@@ -32,6 +32,8 @@ type vmFlags struct {
 	modprobe listFlag
 	// expectFor, when set, holds a kernel's own --expect (compare).
 	expectFor map[string]string
+	// only makes --expect the whole expectation (bisect).
+	only bool
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {
@@ -100,32 +102,47 @@ func (v *vmFlags) resolve(ctx context.Context) ([]*kernels.Kernel, error) {
 	return ks, nil
 }
 
-// expectation is what k must show and where that comes from: its line in
-// the expectation file (or the reference's seeds), with what --expect (or
-// the kernel's own --expect-*) says in its place.
-func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, error) {
+// expectation is what k must show, where that comes from, and the seeds
+// --expect names, which must each get a verdict. --expect replaces what the
+// expectation file (or the reference kernel) says of what it names; with
+// only (bisect) it is the whole question, with the known issues the kernel
+// may show.
+func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, []feature.Seed, error) {
 	e, source, err := kernels.Expect(k)
 	if err != nil {
-		return e, "", err
+		return e, "", nil, err
 	}
 	spec := v.expect
 	if s := v.expectFor[k.Name]; s != "" {
 		spec = s
 	}
 	if spec == "" {
-		return e, source, nil
+		return e, source, nil, nil
 	}
 	o, err := feature.ParseExpectation(spec)
-	return e.Override(o), "--expect " + spec + " over " + source, err
+	if err != nil {
+		return e, "", nil, err
+	}
+	var named []feature.Seed
+	for _, s := range feature.Seeds {
+		if _, ok := o.Seeds[s.Seed]; ok {
+			named = append(named, s.Seed)
+		}
+	}
+	if v.only {
+		o.Known = feature.Expectation{Known: e.Known}.Override(o).Known
+		return o, "--expect " + spec + " (and the known issues of " + source + ")", named, nil
+	}
+	return e.Override(o), "--expect " + spec + " over " + source, named, nil
 }
 
-// job returns a job for bins with the flags' sizes and timeouts; the tests
-// learn e through their environment.
-func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary, e feature.Expectation) vmtest.Job {
+// job returns a job for bins with the flags' sizes and timeouts; judged
+// says whether a judge reads the tests' records (run, not exec).
+func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary, judged bool) vmtest.Job {
 	return vmtest.Job{
 		Binaries: bins,
 		Modules:  append(slices.Clone(kernels.GuestModules), v.modprobe...),
-		Env:      guestEnv(k, e),
+		Env:      guestEnv(k, judged),
 		Timeouts: vmtest.Timeouts{Boot: v.boot, Idle: v.idle, Overall: v.overall},
 		Accel:    v.accel,
 		CPUs:     v.cpus,
@@ -133,13 +150,17 @@ func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary, e feature.Expecta
 	}
 }
 
-// guestEnv is the tests' environment in the guest: the kernel's name, what
-// it must show (feature.ExpectEnv) and every other XMITCHECK_* variable of
-// the caller, so knobs reach tests as they would under plain go test.
-func guestEnv(k *kernels.Kernel, e feature.Expectation) []string {
-	env := []string{"XMITCHECK_KERNEL=" + k.Name, feature.ExpectEnv + "=" + e.String()}
+// guestEnv is the tests' environment in the guest: the kernel's name, the
+// judge's mark (feature.JudgedEnv) and every other XMITCHECK_* variable of
+// the caller, so knobs reach tests as they would under plain go test. What
+// the kernel is expected to show stays on the host, with the judge.
+func guestEnv(k *kernels.Kernel, judged bool) []string {
+	env := []string{"XMITCHECK_KERNEL=" + k.Name}
+	if judged {
+		env = append(env, feature.JudgedEnv+"=1")
+	}
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "XMITCHECK_") && !strings.HasPrefix(kv, "XMITCHECK_KERNEL=") && !strings.HasPrefix(kv, feature.ExpectEnv+"=") {
+		if strings.HasPrefix(kv, "XMITCHECK_") && !strings.HasPrefix(kv, "XMITCHECK_KERNEL=") && !strings.HasPrefix(kv, feature.JudgedEnv+"=") {
 			env = append(env, kv)
 		}
 	}

@@ -3,17 +3,10 @@ package feature
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"unicode"
 )
-
-// ExpectEnv carries a kernel's Expectation into a test binary, in the
-// syntax ParseExpectation reads. The runner sets it from the expectation
-// file (catalog kernels) or --expect; outside the runner it is unset and a
-// test expects nothing.
-const ExpectEnv = "XMITCHECK_EXPECT"
 
 // Expectation is what a kernel must show: seeds present or absent, features
 // it has or lacks, known issues allowed to fail as XFAIL. What it does not
@@ -120,16 +113,6 @@ func (e Expectation) WantFeature(f Feature) bool {
 		}
 	}
 	return false
-}
-
-// Expected is the expectation the runner gave this test binary. A malformed
-// one is the runner's bug: it panics rather than judge nothing.
-func Expected() Expectation {
-	e, err := ParseExpectation(os.Getenv(ExpectEnv))
-	if err != nil {
-		panic(fmt.Sprintf("$%s: %v", ExpectEnv, err))
-	}
-	return e
 }
 
 func seedNames() []string {

@@ -87,7 +87,7 @@ func writeNode(w io.Writer, ind string, num int, n *node) {
 	case st == XFail && len(n.children) > 0:
 		reason = "expected failures in subtests, no pass"
 	case (st == Skip || st == XFail) && n.test != nil:
-		reason = strings.TrimPrefix(n.test.Reason(), "XFAIL ")
+		reason = n.test.Reason()
 	}
 	result(w, ind, num, n.name, st, reason)
 }

@@ -23,12 +23,6 @@ type Event struct {
 	Elapsed float64 `json:",omitempty"`
 	Output  string  `json:",omitempty"`
 	Kernel  string  `json:",omitempty"`
-	// Verdict, Want and Why are set on the events of VerdictEvents: one
-	// per seed and kernel, a test "SEED" of the package "verdicts" that
-	// passes when the cell matches its expectation.
-	Verdict State  `json:",omitempty"`
-	Want    State  `json:",omitempty"`
-	Why     string `json:",omitempty"`
 }
 
 // Status is a test's verdict.
@@ -38,9 +32,10 @@ const (
 	Pass Status = "pass"
 	Fail Status = "fail"
 	Skip Status = "skip"
-	// XFail is a skip whose reason starts with "XFAIL ": the test saw a
-	// known defect, or a seed's absence, exactly where the expectation
-	// allows it (feature.Known, feature.Absent). It is counted apart.
+	// XFail is an expected failure: the test saw a known defect, or a
+	// seed's absence, exactly where the expectation allows it
+	// (feature.Known, feature.Absent; Run.Judge decides). It is counted
+	// apart.
 	XFail Status = "xfail"
 )
 
@@ -59,15 +54,27 @@ type Test struct {
 	// Artefact is set when the test failed through no fault of the
 	// kernel's (the emulator's): it counts as not tested.
 	Artefact bool
-	done     bool
+	// Judged is why Run.Judge changed the status the test ended with:
+	// an expected failure, or a failure where a skip would hide a
+	// regression.
+	Judged string
+	done   bool
+	// Started and Ended are when the test's first and last events came;
+	// outAt holds when each line of Output came.
+	Started, Ended time.Time
+	outAt          []time.Time
 	// partial is set while the last of Output is a line test2json split
 	// (it cuts lines longer than 1 KiB into events): the next piece joins it.
 	partial bool
 }
 
-// Reason is the last line the test logged before it ended, without its
-// file:line prefix: the skip reason for a skipped test.
+// Reason is why the judge changed the test's status, or else the last
+// line the test logged before it ended, without its file:line prefix: the
+// skip reason for a skipped test.
 func (t *Test) Reason() string {
+	if t.Judged != "" {
+		return t.Judged
+	}
 	for i := len(t.Output) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(t.Output[i])
 		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") {
@@ -99,9 +106,16 @@ type Run struct {
 	ExpectSource string
 	Verdicts     []Verdict
 	Misses       []FeatureMiss
+	// Orphans are failures that belong to no seed (a kernel report while
+	// no test binary ran): Judge lists them, as "test: first line".
+	Orphans []string
 	// Notes are what the runner did about the run: boots again after a
 	// crash, reruns after an emulator artefact.
-	Notes   []string
+	Notes []string
+	// Name is what --kernel said ("debian:7.3"), the prefix of the
+	// packages in JSON; Ended is when Finish was called.
+	Name    string
+	Ended   time.Time
 	byName  map[string]*Test
 	running []*Test
 }
@@ -119,10 +133,11 @@ func key(pkg, name string) string { return pkg + "\x00" + name }
 func (r *Run) Add(e Event) {
 	t := r.byName[key(e.Package, e.Test)]
 	if t == nil {
-		t = &Test{Package: e.Package, Name: e.Test}
+		t = &Test{Package: e.Package, Name: e.Test, Started: e.Time}
 		r.byName[key(e.Package, e.Test)] = t
 		r.Tests = append(r.Tests, t)
 	}
+	t.Ended = e.Time
 	switch e.Action {
 	case "run", "cont":
 		r.dropRunning(t)
@@ -133,13 +148,11 @@ func (r *Run) Add(e Event) {
 			t.Output[len(t.Output)-1] += line
 		} else {
 			t.Output = append(t.Output, line)
+			t.outAt = append(t.outAt, e.Time)
 		}
 		t.partial = !whole
 	case "pass", "fail", "skip":
 		t.Status = Status(e.Action)
-		if t.Status == Skip && strings.HasPrefix(t.Reason(), "XFAIL ") {
-			t.Status = XFail
-		}
 		if len(t.Kernel) > 0 {
 			t.Status = Fail
 		}
@@ -181,10 +194,20 @@ func (r *Run) Running() *Test {
 	return r.running[len(r.running)-1]
 }
 
-// AttachKernel fails the running test (or, when none runs, a test named
-// after what happened) with a kernel report: a splat, a panic, a hang.
-func (r *Run) AttachKernel(what string, lines []string) {
+// AttachKernel fails the running test with a kernel report (a splat, a
+// panic, a hang). When no test runs it fails pkg's binary, the one that was
+// running (its seeds are then BROKEN), or, when none was, a test named
+// after what happened in the package "kernel".
+func (r *Run) AttachKernel(pkg, what string, lines []string) {
 	t := r.Running()
+	if t == nil && pkg != "" {
+		t = r.byName[key(pkg, "")]
+		if t == nil {
+			t = &Test{Package: pkg}
+			r.byName[key(pkg, "")] = t
+			r.Tests = append(r.Tests, t)
+		}
+	}
 	if t == nil {
 		t = &Test{Package: "kernel", Name: what}
 		r.Tests = append(r.Tests, t)
@@ -197,7 +220,7 @@ func (r *Run) AttachKernel(what string, lines []string) {
 // Finish ends the run: tests that never ended (the kernel died under them)
 // fail, and so does the run when err is set.
 func (r *Run) Finish(err error) {
-	r.Err = err
+	r.Err, r.Ended = err, time.Now()
 	for _, t := range r.Tests {
 		if !t.done && t.Status == "" {
 			t.Status = Fail
@@ -288,6 +311,16 @@ func (r *Run) BenchmarkLines() []string {
 		}
 	}
 	return out
+}
+
+// AddBoot adds one boot's timings: the first boot's boot-to-first-test,
+// the time of every boot, the accelerator of the last.
+func (r *Run) AddBoot(bootToFirstTest, total time.Duration, accel string) {
+	if r.Total == 0 {
+		r.BootToFirstTest = bootToFirstTest
+	}
+	r.Total += total
+	r.Accel = accel
 }
 
 // Note records what the runner did about the run.

@@ -12,6 +12,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 const pkg = "github.com/xmitcheck/xmitcheck/suites/tun"
@@ -31,7 +33,8 @@ func sample() *Run {
 		{Action: "skip", Package: pkg, Test: "TestFlag"},
 		{Action: "run", Package: pkg, Test: "TestKnown"},
 		{Action: "run", Package: pkg, Test: "TestKnown/SameDevice"},
-		{Action: "output", Package: pkg, Test: "TestKnown/SameDevice", Output: "    same_test.go:9: XFAIL known kernel issue: one program per bulk\n"},
+		{Action: "output", Package: pkg, Test: "TestKnown/SameDevice", Output: "    same_test.go:9: " + feature.Record{Issue: feature.IssueDevmapSameDevice, Why: "one program per bulk"}.String() + "\n"},
+		{Action: "output", Package: pkg, Test: "TestKnown/SameDevice", Output: "    same_test.go:9: known kernel issue devmap-same-device: one program per bulk\n"},
 		{Action: "skip", Package: pkg, Test: "TestKnown/SameDevice"},
 		{Action: "skip", Package: pkg, Test: "TestKnown"},
 		{Action: "run", Package: pkg, Test: "TestWake"},
@@ -45,9 +48,12 @@ func sample() *Run {
 	} {
 		r.Add(e)
 	}
-	r.AttachKernel("WARNING", []string{"WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"})
+	r.AttachKernel(pkg, "WARNING", []string{"WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"})
 	r.Add(Event{Action: "pass", Package: pkg, Test: "TestRace"})
 	r.Add(Event{Action: "fail", Package: pkg})
+	r.Finish(nil)
+	e, _ := feature.ParseExpectation("xfail:devmap-same-device")
+	r.Judge(e, "test")
 	return r
 }
 
@@ -61,13 +67,13 @@ func TestCounts(t *testing.T) {
 func TestCrashFailsUnfinished(t *testing.T) {
 	r := NewRun("debian:6.1")
 	r.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
-	r.AttachKernel("panic", []string{"Kernel panic - not syncing: boom"})
+	r.AttachKernel(pkg, "panic", []string{"Kernel panic - not syncing: boom"})
 	r.Finish(errors.New("kernel panicked"))
 	assert.Equal(t, r.Counts().Fail, 1)
 	assert.Equal(t, r.Tests[0].Status, Fail)
 
 	r = NewRun("debian:6.1")
-	r.AttachKernel("boot", []string{"no init found"})
+	r.AttachKernel("", "boot", []string{"no init found"})
 	r.Finish(errors.New("boot failed"))
 	assert.Equal(t, r.Tests[0].Package+" "+r.Tests[0].Name, "kernel boot")
 }
@@ -90,7 +96,7 @@ func TestKTAP(t *testing.T) {
 		"        ok 2 TestFlag # SKIP kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)\n",
 		"            # wake_test.go:40: backlog 12 # want 0\n",
 		"            not ok 2 Drain\n",
-		"            ok 1 SameDevice # XFAIL known kernel issue: one program per bulk\n",
+		"            ok 1 SameDevice # XFAIL known kernel issue devmap-same-device: one program per bulk\n",
 		"        ok 3 TestKnown # XFAIL expected failures in subtests, no pass\n",
 		"        # kernel WARNING:\n",
 		"    not ok 1 suites/tun\n",
@@ -198,7 +204,7 @@ func TestBenchmarksPassWithTheirPackage(t *testing.T) {
 func TestSummaryNamesSkips(t *testing.T) {
 	var b bytes.Buffer
 	WriteSummary(&b, []*Run{sample()})
-	assert.Check(t, is.Contains(b.String(), "  xfail 1: known kernel issue: suites/tun.TestKnown/SameDevice\n"))
+	assert.Check(t, is.Contains(b.String(), "  xfail 1: known kernel issue devmap-same-device: suites/tun.TestKnown/SameDevice\n"))
 	assert.Check(t, is.Contains(b.String(), "  skip 1: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80): suites/tun.TestFlag\n"))
 }
 

@@ -28,7 +28,13 @@ func WriteSummary(w io.Writer, runs []*Run) {
 			}
 			fmt.Fprintf(w, "--- FAIL: %s %s\n", r.Kernel, name)
 			for _, l := range append(t.Output, t.Kernel...) {
+				if t.Judged != "" && strings.HasPrefix(strings.TrimSpace(l), "--- ") {
+					continue // the guest's own end, which the judge changed
+				}
 				fmt.Fprintf(w, "    %s\n", l)
+			}
+			if t.Judged != "" {
+				fmt.Fprintf(w, "    xmitcheck: %s\n", t.Judged)
 			}
 		}
 		timing := ""
@@ -54,7 +60,7 @@ func writeReasons(w io.Writer, r *Run) {
 			if t.Status != st || t.Name == "" || r.hasChildren(t) {
 				continue
 			}
-			why := reasonKey(strings.TrimPrefix(t.Reason(), "XFAIL "))
+			why := reasonKey(t.Reason())
 			if byReason[why] == nil {
 				reasons = append(reasons, why)
 			}

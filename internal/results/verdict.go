@@ -1,9 +1,6 @@
 package results
 
 import (
-	"cmp"
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
@@ -57,165 +54,6 @@ type FeatureMiss struct {
 	Test    string
 }
 
-// Judge gives each seed that the run's tests touched one verdict, and
-// compares the verdicts and the probes with e. It keeps the result in the
-// run (Verdicts, Misses) for the writers.
-//
-// A test belongs to the seed its nearest ancestor (or itself) tagged with
-// feature.Of. A failed test counts against its seed (BROKEN) unless it
-// failed because a probe or the test itself found the seed or a feature
-// missing (its records say so): that is an absence, judged against e.
-func (r *Run) Judge(e feature.Expectation, source string) {
-	r.Expect, r.ExpectSource = e, source
-	r.Verdicts, r.Misses = nil, nil
-	tags := map[string]feature.Seed{} // package + test name -> its own tag
-	recs := map[*Test][]feature.Record{}
-	for _, t := range r.Tests {
-		for _, l := range t.Output {
-			rec, ok := feature.ParseRecord(l)
-			if !ok {
-				continue
-			}
-			recs[t] = append(recs[t], rec)
-			if rec.Seed != "" && !rec.Absent && !rec.Shown {
-				tags[key(t.Package, t.Name)] = rec.Seed
-			}
-		}
-	}
-	seedOf := func(t *Test) feature.Seed {
-		for name := t.Name; name != ""; {
-			if s, ok := tags[key(t.Package, name)]; ok {
-				return s
-			}
-			i := strings.LastIndex(name, "/")
-			if i < 0 {
-				break
-			}
-			name = name[:i]
-		}
-		return ""
-	}
-
-	type tally struct {
-		ran, passed, skipped int
-		broken, absent       string
-		skipWhy, untested    string
-		// shown is the first passed test that saw the behaviour.
-		shown string
-	}
-	by := map[feature.Seed]*tally{}
-	get := func(s feature.Seed) *tally {
-		if by[s] == nil {
-			by[s] = &tally{}
-		}
-		return by[s]
-	}
-	for _, t := range r.Tests {
-		seed := seedOf(t)
-		// Absences count for every seed they imply, whichever test saw
-		// them: a kernel without IFF_BACKPRESSURE has no seed 000.
-		explained := false
-		for _, rec := range recs[t] {
-			switch {
-			case rec.Shown && t.Status == Pass:
-				if a := get(rec.Seed); a.shown == "" {
-					a.shown = fmt.Sprintf("%s.%s: %s", shortPackage(t.Package), t.Name, rec.Why)
-				}
-			case rec.Seed != "" && rec.Absent:
-				if a := get(rec.Seed); a.absent == "" {
-					a.absent = rec.Why
-				}
-				explained = true
-			case rec.Feature != "" && rec.Absent:
-				for _, s := range feature.Features[rec.Feature] {
-					if a := get(s); a.absent == "" {
-						a.absent = fmt.Sprintf("%s (%s)", rec.Feature, rec.Why)
-					}
-				}
-				if e.WantFeature(rec.Feature) && !slices.ContainsFunc(r.Misses, func(m FeatureMiss) bool { return m.Feature == rec.Feature }) {
-					r.Misses = append(r.Misses, FeatureMiss{Feature: rec.Feature, Probe: rec.Why, Test: shortPackage(t.Package) + "." + t.Name})
-				}
-				explained = true
-			}
-		}
-		if seed == "" || t.Name == "" || r.hasChildren(t) && t.Status != Fail {
-			continue
-		}
-		a := get(seed)
-		switch t.Status {
-		case Fail:
-			if r.hasFailedChild(t) {
-				continue
-			}
-			if t.Artefact {
-				a.untested = cmp.Or(a.untested, shortPackage(t.Package)+"."+t.Name+": failed by the emulator, not the kernel")
-				continue
-			}
-			if explained { // a probe failed it: like a skip, judged by Misses
-				a.skipped++
-				if a.skipWhy == "" {
-					a.skipWhy = t.Name + ": " + t.firstFailure()
-				}
-				continue
-			}
-			if a.broken == "" {
-				a.broken = shortPackage(t.Package) + "." + t.Name + ": " + t.firstFailure()
-				for _, rec := range recs[t] {
-					if rec.Issue != "" {
-						a.broken = fmt.Sprintf("%s.%s: known issue %s where the expectation does not allow it: %s", shortPackage(t.Package), t.Name, rec.Issue, rec.Why)
-					}
-				}
-			}
-		case Pass, XFail:
-			a.ran++
-			a.passed++
-		case Skip:
-			a.ran++
-			a.skipped++
-			if a.skipWhy == "" {
-				a.skipWhy = t.Name + ": " + t.Reason()
-			}
-		}
-	}
-
-	for _, s := range feature.Seeds {
-		a := by[s.Seed]
-		if a == nil {
-			continue
-		}
-		v := Verdict{Seed: s.Seed}
-		if want, ok := e.Seeds[s.Seed]; ok {
-			v.Want = Absent
-			if want {
-				v.Want = Present
-			}
-		}
-		switch {
-		case a.broken != "":
-			v.State, v.Why = Broken, a.broken
-		case a.absent != "":
-			v.State, v.Why = Absent, a.absent
-		case a.untested != "":
-			v.State, v.Why = Error, a.untested
-		case r.Err != nil && a.passed == 0:
-			v.State, v.Why = Error, r.Err.Error()
-		case a.passed > 0 && a.shown == "":
-			v.State, v.Why = Error, fmt.Sprintf("%d tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; run the whole package, or a -run that keeps such a test", a.passed)
-		case a.passed > 0:
-			v.State, v.Why = Present, fmt.Sprintf("passed: %d tests", a.passed)
-			if a.skipped > 0 {
-				v.Why += fmt.Sprintf(", %d skipped", a.skipped)
-			}
-			v.Why += "; shown by " + a.shown
-		case a.skipped > 0:
-			v.State, v.Why = Error, "every test skipped, none for a reason about the seed; first: "+a.skipWhy
-		default:
-			continue
-		}
-		r.Verdicts = append(r.Verdicts, v)
-	}
-}
-
 // Mismatched reports whether anything in the verdicts fails the run: a cell
 // that differs from its expectation, or an expected feature missing.
 func (r *Run) Mismatched() bool {
@@ -225,15 +63,6 @@ func (r *Run) Mismatched() bool {
 		}
 	}
 	return len(r.Misses) > 0
-}
-
-func (r *Run) hasFailedChild(t *Test) bool {
-	for _, c := range r.Tests {
-		if c.Package == t.Package && strings.HasPrefix(c.Name, t.Name+"/") && c.Status == Fail {
-			return true
-		}
-	}
-	return false
 }
 
 // firstFailure is the first line a failed test logged from a test file
@@ -258,21 +87,6 @@ func (t *Test) firstFailure() string {
 // VerdictPackage is the package name verdicts carry in JSON, KTAP and
 // JUnit.
 const VerdictPackage = "verdicts"
-
-// VerdictEvents returns the run's verdicts as go test -json events, one
-// "pass" or "fail" per seed, so tools that read test events show them.
-func (r *Run) VerdictEvents() []Event {
-	var out []Event
-	for _, v := range r.Verdicts {
-		action := "pass"
-		if v.Mismatch() {
-			action = "fail"
-		}
-		out = append(out, Event{Action: action, Package: VerdictPackage, Test: string(v.Seed), Kernel: r.Kernel,
-			Verdict: v.State, Want: v.Want, Why: v.Why})
-	}
-	return out
-}
 
 // VerdictChange is one seed's verdict on two kernels.
 type VerdictChange struct {
@@ -346,4 +160,18 @@ func DiffTests(base, patched *Run) []TestChange {
 		}
 	}
 	return out
+}
+
+// Line is the verdict as one line: "003: absent (want present): why".
+func (v Verdict) Line() string {
+	want := ""
+	if v.Want != "" {
+		want = " (want " + string(v.Want) + ")"
+	}
+	return string(v.Seed) + ": " + string(v.State) + want + ": " + v.Why
+}
+
+// Line is the miss as one line.
+func (m FeatureMiss) Line() string {
+	return "kernel lacks " + string(m.Feature) + " (" + m.Probe + "), expected to have it; seen by " + m.Test
 }

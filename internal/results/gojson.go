@@ -1,0 +1,230 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// WriteJSON writes judged runs as one `go test -json` stream, the shape
+// gotestsum, tparse and go-junit-report read: per kernel and package a
+// "start", each test's "run", its output and its end (the judged status:
+// an XFAIL is a skip that says so), the package's "ok"/"FAIL" line and
+// end; then the package "verdicts", one test per seed and per missing
+// feature, each failing where the cell differs from its expectation, the
+// reason as output. Packages are named "KERNEL/suites/tun" so that tools
+// grouping by package keep kernels apart.
+func WriteJSON(w io.Writer, runs []*Run) error {
+	enc := json.NewEncoder(w)
+	for _, r := range runs {
+		j := &jsonRun{enc: enc, run: r}
+		for _, p := range r.tree() {
+			j.pkg(p)
+		}
+		j.verdicts()
+		if j.err != nil {
+			return j.err
+		}
+	}
+	return nil
+}
+
+// jsonEvent is cmd/test2json's TestEvent.
+type jsonEvent struct {
+	Time    time.Time `json:",omitzero"`
+	Action  string
+	Package string  `json:",omitempty"`
+	Test    string  `json:",omitempty"`
+	Elapsed float64 `json:",omitempty"`
+	Output  string  `json:",omitempty"`
+}
+
+type jsonRun struct {
+	enc *json.Encoder
+	run *Run
+	err error
+}
+
+func (j *jsonRun) emit(e jsonEvent) {
+	if j.err == nil {
+		j.err = j.enc.Encode(e)
+	}
+}
+
+func (j *jsonRun) name(pkg string) string {
+	return label(j.run) + "/" + pkg
+}
+
+// label is the kernel's name in package names: what --kernel said.
+func label(r *Run) string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.Kernel
+}
+
+// pkg writes one package: its tests in a tree walk (a parent ends after
+// its subtests, as go test reports it), then its summary line.
+func (j *jsonRun) pkg(p *node) {
+	pkg := j.name(p.name)
+	start, end := j.run.Ended, j.run.Ended
+	if t := p.first(); t != nil {
+		start = t.Started
+	}
+	j.emit(jsonEvent{Time: start, Action: "start", Package: pkg})
+	if p.test != nil {
+		for i, l := range p.test.Output {
+			if isSummaryLine(l) {
+				continue
+			}
+			j.emit(jsonEvent{Time: p.test.outTime(i), Action: "output", Package: pkg, Output: l + "\n"})
+		}
+		j.kernelLines(pkg, "", p.test)
+		if !p.test.Ended.IsZero() {
+			end = p.test.Ended
+		}
+	}
+	for _, c := range p.children {
+		j.test(pkg, c.name, c)
+	}
+	st := p.status()
+	line, action := "ok  ", "pass"
+	if st == Fail {
+		line, action = "FAIL", "fail"
+		j.emit(jsonEvent{Time: end, Action: "output", Package: pkg, Output: "FAIL\n"})
+	} else {
+		j.emit(jsonEvent{Time: end, Action: "output", Package: pkg, Output: "PASS\n"})
+	}
+	elapsed := end.Sub(start).Seconds()
+	j.emit(jsonEvent{Time: end, Action: "output", Package: pkg, Output: fmt.Sprintf("%s\t%s\t%.3fs\n", line, pkg, elapsed)})
+	j.emit(jsonEvent{Time: end, Action: action, Package: pkg, Elapsed: elapsed})
+}
+
+// test writes one test and its subtests.
+func (j *jsonRun) test(pkg, name string, n *node) {
+	t := n.test
+	if t == nil { // a subtest whose parent never reported itself
+		t = &Test{Name: name}
+	}
+	j.emit(jsonEvent{Time: t.Started, Action: "run", Package: pkg, Test: name})
+	var framing string
+	for i, l := range t.Output {
+		if strings.HasPrefix(strings.TrimSpace(l), "--- ") {
+			framing = l
+			continue
+		}
+		j.emit(jsonEvent{Time: t.outTime(i), Action: "output", Package: pkg, Test: name, Output: l + "\n"})
+	}
+	for _, c := range n.children {
+		j.test(pkg, name+"/"+c.name, c)
+	}
+	j.kernelLines(pkg, name, t)
+	st := n.status()
+	if t.Judged != "" {
+		j.emit(jsonEvent{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: indent(name) + "    xmitcheck: " + judgedWord(st) + t.Judged + "\n"})
+	}
+	action := map[Status]string{Pass: "pass", Fail: "fail", Skip: "skip", XFail: "skip"}[st]
+	word := map[Status]string{Pass: "PASS", Fail: "FAIL", Skip: "SKIP", XFail: "SKIP"}[st]
+	if framing == "" || !strings.Contains(framing, "--- "+word+":") {
+		framing = fmt.Sprintf("%s--- %s: %s (%.2fs)", indent(name), word, name, t.Elapsed.Seconds())
+	}
+	j.emit(jsonEvent{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: framing + "\n"})
+	j.emit(jsonEvent{Time: t.Ended, Action: action, Package: pkg, Test: name, Elapsed: t.Elapsed.Seconds()})
+}
+
+// kernelLines writes the kernel reports attached to t as its output.
+func (j *jsonRun) kernelLines(pkg, name string, t *Test) {
+	for _, l := range t.Kernel {
+		j.emit(jsonEvent{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: indent(name) + "    " + l + "\n"})
+	}
+}
+
+// verdicts writes the package "verdicts": one test per seed, one per
+// feature the kernel should have and lacks, and the run's error.
+func (j *jsonRun) verdicts() {
+	r := j.run
+	if len(r.Verdicts) == 0 && len(r.Misses) == 0 && r.Err == nil {
+		return
+	}
+	pkg, at := j.name(VerdictPackage), r.Ended
+	j.emit(jsonEvent{Time: at, Action: "start", Package: pkg})
+	j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Output: "expectation: " + r.ExpectSource + "\n"})
+	failed := false
+	one := func(name string, ok bool, why string) {
+		failed = failed || !ok
+		action, word := "pass", "PASS"
+		if !ok {
+			action, word = "fail", "FAIL"
+		}
+		j.emit(jsonEvent{Time: at, Action: "run", Package: pkg, Test: name})
+		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Test: name, Output: "=== RUN   " + name + "\n"})
+		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Test: name, Output: "    " + why + "\n"})
+		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Test: name, Output: "--- " + word + ": " + name + " (0.00s)\n"})
+		j.emit(jsonEvent{Time: at, Action: action, Package: pkg, Test: name})
+	}
+	for _, v := range r.Verdicts {
+		one(string(v.Seed), !v.Mismatch(), v.Line())
+	}
+	for _, m := range r.Misses {
+		one(string(m.Feature), false, m.Line())
+	}
+	for _, n := range r.Notes {
+		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Output: "note: " + n + "\n"})
+	}
+	if r.Err != nil {
+		failed = true
+		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Output: "error: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ") + "\n"})
+	}
+	line, action := "ok  ", "pass"
+	if failed {
+		line, action = "FAIL", "fail"
+	}
+	j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Output: fmt.Sprintf("%s\t%s\t0.000s\n", line, pkg)})
+	j.emit(jsonEvent{Time: at, Action: action, Package: pkg})
+}
+
+// judgedWord says which way the judge ended a test.
+func judgedWord(st Status) string {
+	if st == XFail {
+		return "XFAIL "
+	}
+	return ""
+}
+
+// indent is go test's indentation of a test's framing lines: four spaces
+// per level of subtest.
+func indent(name string) string {
+	return strings.Repeat("    ", strings.Count(name, "/"))
+}
+
+// isSummaryLine reports whether l is the binary's own closing PASS or FAIL
+// (WriteJSON writes the package's judged one).
+func isSummaryLine(l string) bool {
+	return l == "PASS" || l == "FAIL"
+}
+
+// outTime is when the i-th line of Output came.
+func (t *Test) outTime(i int) time.Time {
+	if i < len(t.outAt) {
+		return t.outAt[i]
+	}
+	return t.Ended
+}
+
+// first is the node's earliest test.
+func (n *node) first() *Test {
+	var out *Test
+	var walk func(*node)
+	walk = func(n *node) {
+		if n.test != nil && !n.test.Started.IsZero() && (out == nil || n.test.Started.Before(out.Started)) {
+			out = n.test
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
