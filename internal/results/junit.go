@@ -4,92 +4,92 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 )
 
+// The JUnit writer follows what Jenkins (junit-10.xsd) and the strict Ant
+// schema (JUnit.xsd) both accept: a testsuite per kernel and package with
+// package, id, tests, failures, errors, skipped, time, timestamp (no
+// zone) and hostname; properties first, then the testcases, system-out and
+// system-err; a testcase's failure, error and skipped carry a type.
+
+// junitSuites has no attributes: the Ant schema allows none.
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
 	Suites  []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name       string          `xml:"name,attr"`
+	Package    string          `xml:"package,attr"`
+	ID         int             `xml:"id,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Hostname   string          `xml:"hostname,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out"`
+	SystemErr  string          `xml:"system-err"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
 	Class   string        `xml:"classname,attr"`
 	Name    string        `xml:"name,attr"`
-	Time    float64       `xml:"time,attr"`
+	Time    string        `xml:"time,attr"`
 	Failure *junitMessage `xml:"failure,omitempty"`
+	Error   *junitMessage `xml:"error,omitempty"`
 	Skipped *junitMessage `xml:"skipped,omitempty"`
 }
 
 type junitMessage struct {
+	Type    string `xml:"type,attr"`
 	Message string `xml:"message,attr"`
 	Body    string `xml:",chardata"`
 }
 
+// Types of a testcase's outcome: what failed it, or why it did not run.
+const (
+	junitAssertion = "assertion" // the test's own check failed
+	junitKernel    = "kernel"    // a splat, crash or hang under the test
+	junitEmulator  = "emulator"  // the emulator failed it: not tested
+	junitRun       = "run"       // the run itself (boot, infrastructure)
+	junitVerdict   = "verdict"   // a seed's verdict differs from its expectation
+	junitSkip      = "skip"
+	junitXFail     = "xfail"
+)
+
 // WriteJUnit writes runs as JUnit XML: a testsuite per kernel and package,
-// a testcase per test.
+// a testcase per leaf test, classname "KERNEL/suites/tun" as the package
+// is in JSON, so that files of several kernels never merge their cases;
+// then a testsuite "KERNEL/verdicts" with a case per seed and per missing
+// feature, and the run's own error as an error case.
 func WriteJUnit(w io.Writer, runs []*Run) error {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
 	var out junitSuites
 	for _, r := range runs {
+		props := []junitProperty{{"kernel", r.Kernel}, {"accel", r.Accel}, {"expectation", r.ExpectSource}}
 		for _, p := range r.tree() {
-			s := junitSuite{Name: r.Kernel + " " + p.name}
-			p.leaves(p.name, "", func(class, name string, n *node) {
-				c := junitCase{Class: class, Name: name}
-				if n.test != nil {
-					c.Time = n.test.Elapsed.Seconds()
-				}
-				switch n.status() {
-				case Fail:
-					s.Failures++
-					body := []string{}
-					if n.test != nil {
-						body = append(append(body, n.test.Output...), n.test.Kernel...)
-					}
-					c.Failure = &junitMessage{Message: "failed", Body: strings.Join(body, "\n")}
-				case Skip, XFail:
-					s.Skipped++
-					msg := "XFAIL: expected failures in subtests"
-					if n.test != nil {
-						msg = n.test.Reason()
-					}
-					c.Skipped = &junitMessage{Message: msg}
-				}
-				s.Tests++
-				s.Cases = append(s.Cases, c)
-			})
-			out.Suites = append(out.Suites, s)
+			s := junitPackage(r, p)
+			s.Properties, s.Hostname = props, host
+			out.add(s)
 		}
-		if len(r.Verdicts) > 0 || len(r.Misses) > 0 {
-			s := junitSuite{Name: r.Kernel + " " + VerdictPackage}
-			for _, v := range r.Verdicts {
-				c := junitCase{Class: VerdictPackage, Name: string(v.Seed)}
-				if v.Mismatch() {
-					s.Failures++
-					c.Failure = &junitMessage{Message: fmt.Sprintf("%s, want %s", v.State, v.Want), Body: v.Why}
-				}
-				s.Tests++
-				s.Cases = append(s.Cases, c)
-			}
-			for _, m := range r.Misses {
-				s.Tests++
-				s.Failures++
-				s.Cases = append(s.Cases, junitCase{Class: VerdictPackage, Name: "feature " + string(m.Feature),
-					Failure: &junitMessage{Message: "missing, expected present", Body: m.Test + ": " + m.Probe}})
-			}
-			out.Suites = append(out.Suites, s)
-		}
-		if r.Err != nil {
-			out.Suites = append(out.Suites, junitSuite{Name: r.Kernel, Tests: 1, Failures: 1, Cases: []junitCase{{
-				Class: r.Kernel, Name: "run", Failure: &junitMessage{Message: r.Err.Error()},
-			}}})
-		}
+		s := junitVerdicts(r)
+		s.Properties, s.Hostname = props, host
+		out.add(s)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
@@ -99,8 +99,116 @@ func WriteJUnit(w io.Writer, runs []*Run) error {
 	if err := enc.Encode(out); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, "\n")
+	_, err = io.WriteString(w, "\n")
 	return err
+}
+
+func (o *junitSuites) add(s junitSuite) {
+	s.ID = len(o.Suites)
+	o.Suites = append(o.Suites, s)
+}
+
+// junitPackage is one package's testsuite.
+func junitPackage(r *Run, p *node) junitSuite {
+	class := label(r) + "/" + p.name
+	s := junitSuite{Name: class, Package: class}
+	start, end := r.Ended, r.Ended
+	if t := p.first(); t != nil {
+		start = t.Started
+	}
+	if p.test != nil {
+		s.SystemOut = strings.Join(p.test.Output, "\n")
+		if !p.test.Ended.IsZero() {
+			end = p.test.Ended
+		}
+	}
+	s.Time, s.Timestamp = seconds(end.Sub(start)), timestamp(start)
+	p.leaves(class, "", func(class, name string, n *node) {
+		c := junitCase{Class: class, Name: name, Time: "0"}
+		var t Test
+		if n.test != nil {
+			t = *n.test
+			c.Time = seconds(t.Elapsed)
+		}
+		body := strings.Join(append(append([]string{}, t.Output...), t.Kernel...), "\n")
+		switch st := n.status(); {
+		case st == Fail && t.Artefact:
+			s.Errors++
+			c.Error = &junitMessage{Type: junitEmulator, Message: "not tested: the emulator failed it, not the kernel", Body: body}
+		case st == Fail:
+			s.Failures++
+			typ := junitAssertion
+			if len(t.Kernel) > 0 {
+				typ = junitKernel
+			}
+			c.Failure = &junitMessage{Type: typ, Message: t.firstFailure(), Body: body}
+		case st == XFail:
+			s.Skipped++
+			c.Skipped = &junitMessage{Type: junitXFail, Message: t.Reason()}
+		case st == Skip:
+			s.Skipped++
+			c.Skipped = &junitMessage{Type: junitSkip, Message: t.Reason()}
+		}
+		s.Tests++
+		s.Cases = append(s.Cases, c)
+	})
+	if p.test != nil && p.test.Status == Fail && !p.anyFailed() {
+		// The binary failed outside its tests (a splat between tests, a
+		// leak found after them): one case says so.
+		s.Tests++
+		s.Failures++
+		s.Cases = append(s.Cases, junitCase{Class: class, Name: "(test binary)", Time: "0",
+			Failure: &junitMessage{Type: junitKernel, Message: p.test.firstFailure(), Body: strings.Join(append(append([]string{}, p.test.Output...), p.test.Kernel...), "\n")}})
+	}
+	return s
+}
+
+// junitVerdicts is the run's verdicts as a testsuite.
+func junitVerdicts(r *Run) junitSuite {
+	class := label(r) + "/" + VerdictPackage
+	s := junitSuite{Name: class, Package: class, Time: "0", Timestamp: timestamp(r.Ended), SystemOut: strings.Join(r.Notes, "\n")}
+	for _, v := range r.Verdicts {
+		c := junitCase{Class: class, Name: string(v.Seed), Time: "0"}
+		if v.Mismatch() {
+			s.Failures++
+			c.Failure = &junitMessage{Type: junitVerdict, Message: v.Line(), Body: v.Why}
+		}
+		s.Tests++
+		s.Cases = append(s.Cases, c)
+	}
+	for _, m := range r.Misses {
+		s.Tests++
+		s.Failures++
+		s.Cases = append(s.Cases, junitCase{Class: class, Name: string(m.Feature), Time: "0",
+			Failure: &junitMessage{Type: junitVerdict, Message: m.Line()}})
+	}
+	if r.Err != nil {
+		s.Tests++
+		s.Errors++
+		s.Cases = append(s.Cases, junitCase{Class: class, Name: "run", Time: "0",
+			Error: &junitMessage{Type: junitRun, Message: strings.ReplaceAll(r.Err.Error(), "\n", "; ")}})
+	}
+	return s
+}
+
+// anyFailed reports whether a test below n failed.
+func (n *node) anyFailed() bool {
+	for _, c := range n.children {
+		if c.status() == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// timestamp is t as the Ant schema wants it: UTC, no zone, to the second.
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UTC().Format("2006-01-02T15:04:05")
 }
 
 // leaves calls fn for every node without children below n, with its full

@@ -2,7 +2,6 @@ package results
 
 import (
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"regexp"
@@ -148,19 +147,6 @@ func checkKTAP(t *testing.T, out string) {
 	}
 	assert.Assert(t, is.Len(stack, 1))
 	assert.Equal(t, stack[0].seen, stack[0].plan)
-}
-
-func TestJUnit(t *testing.T) {
-	var b bytes.Buffer
-	assert.NilError(t, WriteJUnit(&b, []*Run{sample()}))
-	var got junitSuites
-	assert.NilError(t, xml.Unmarshal(b.Bytes(), &got))
-	assert.Assert(t, is.Len(got.Suites, 1))
-	s := got.Suites[0]
-	assert.Check(t, is.Equal(s.Tests, 6))
-	assert.Check(t, is.Equal(s.Failures, 2))
-	assert.Check(t, is.Equal(s.Skipped, 2))
-	assert.Check(t, is.Equal(s.Cases[3].Name, "TestWake/Half"))
 }
 
 func TestSummaryClosingLine(t *testing.T) {
