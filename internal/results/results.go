@@ -118,6 +118,8 @@ type Run struct {
 	Ended   time.Time
 	byName  map[string]*Test
 	running []*Test
+	// events are every event Add took, as the guests sent them.
+	events []Event
 }
 
 // NewRun starts the record of one kernel's run.
@@ -131,6 +133,7 @@ func key(pkg, name string) string { return pkg + "\x00" + name }
 // (its binary's output outside tests, its exit verdict); they are kept as a
 // Test with an empty Name.
 func (r *Run) Add(e Event) {
+	r.events = append(r.events, e)
 	t := r.byName[key(e.Package, e.Test)]
 	if t == nil {
 		t = &Test{Package: e.Package, Name: e.Test, Started: e.Time}

@@ -1,0 +1,47 @@
+package results
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// WriteEvents writes every event the runs took, as the guests sent them
+// (before any judging), one JSON object per line, each with its kernel:
+// what ReadEvents reads back to judge a run again.
+func WriteEvents(w io.Writer, runs []*Run) error {
+	enc := json.NewEncoder(w)
+	for _, r := range runs {
+		for _, e := range r.events {
+			e.Kernel = r.Kernel
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadEvents reads what WriteEvents wrote: one unjudged Run per kernel, in
+// the order they first appear.
+func ReadEvents(rd io.Reader) ([]*Run, error) {
+	var runs []*Run
+	by := map[string]*Run{}
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		r := by[e.Kernel]
+		if r == nil {
+			r = NewRun(e.Kernel)
+			by[e.Kernel] = r
+			runs = append(runs, r)
+		}
+		r.Add(e)
+	}
+	return runs, sc.Err()
+}
