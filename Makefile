@@ -12,7 +12,7 @@ export CGO_ENABLED := 0
 all: build
 
 build:
-	$(GO) build -o xmitcheck ./cmd/xmitcheck
+	$(GO) build -buildvcs=auto -o xmitcheck ./cmd/xmitcheck
 
 deps:
 	./scripts/deps.sh

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -29,13 +30,16 @@ const (
 // and judge the seeds against --expect (default: the seeds of the
 // reference kernel).
 func cmdBisect(args []string) int {
-	fs := newFlags("bisect")
+	fs := newFlags("bisect", "[--tree DIR] [-C CHECKOUT] [--expect SEEDS] [flags] [PKG...]", "One step of git bisect run: build the tree (cached by content), boot it, run the suites and judge the seeds --expect names.\nExit 0 good, 1 bad, 125 untestable, 128 bad usage.")
 	var s suiteRun
 	s.register(fs)
 	var b buildFlags
 	b.register(fs)
 	suites := fs.String("C", "", "the xmitcheck checkout whose suites run (git bisect run starts in the kernel tree)")
 	if err := parse(fs, args); err != nil {
+		if err == errHelp {
+			return bisectGood
+		}
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
 	}
@@ -63,7 +67,7 @@ func cmdBisect(args []string) int {
 	}
 	s.v.kernels = listFlag{"build:bisect"} // checked by check(), named below
 	s.v.only = true
-	if err := s.v.check(); err != nil {
+	if err := cmp.Or(s.v.check(), s.checkOutputs()); err != nil {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ Commands:
                             pre-merge check: verdicts side by side, then interleaved benchmarks (benchstat)
   bisect [flags] [PKG...]   one step of git bisect run: build --tree (default .), run, judge
   bench boot [flags]        measure boot-to-first-test per backend
+  version                   print xmitcheck's version and the revision it was built from
 
 Kernels: debian:5.10 debian:6.1 debian:6.12 debian:7.2 debian:7.3 host, build:NAME, or a path to a
 bzImage (--modules DIR) or a built kernel tree.
@@ -57,11 +59,16 @@ func run(args []string) int {
 		code, err = cmdMatrix(rest)
 	case "report":
 		code, err = cmdReport(rest)
+	case "version":
+		err = cmdVersion(rest)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return exitOK
 	default:
-		err = usagef("unknown command %q: use run, exec, kernels, matrix, report, compare, bisect or bench (xmitcheck -h)", cmd)
+		err = usagef("unknown command %q: use run, exec, kernels, matrix, report, compare, bisect, bench or version (xmitcheck -h)", cmd)
+	}
+	if errors.Is(err, errHelp) {
+		return exitOK
 	}
 	if err != nil {
 		return fail(err)
@@ -69,26 +76,52 @@ func run(args []string) int {
 	return code
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("xmitcheck "+name, flag.ContinueOnError)
+// errHelp ends a command that printed its usage because -h asked: exit 0.
+var errHelp = errors.New("usage shown")
+
+// usages holds each flag set's usage printer: fs.Usage stays quiet, since
+// the flag package calls it on every error too.
+var usages = map[*flag.FlagSet]func(){}
+
+// newFlags returns the flag set of `xmitcheck name`: args is its synopsis
+// after the command ("[flags] [PKG...]"), about what it does. -h prints
+// both and the flags on stdout; errors are returned.
+func newFlags(name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	usages[fs] = func() {
+		fmt.Printf("usage: xmitcheck %s %s\n\n%s\n", name, args, about)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Print("\nFlags:\n")
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
+		}
+	}
 	return fs
 }
 
-// parse parses args, turning -h into the flag listing on stdout and bad
-// flags into a usage error.
+// parse parses args: -h prints the usage and returns errHelp, a bad flag
+// is a usage error that names the command.
 func parse(fs *flag.FlagSet, args []string) error {
 	err := fs.Parse(args)
 	if err == flag.ErrHelp {
-		fs.SetOutput(os.Stdout)
-		fs.PrintDefaults()
-		os.Exit(exitOK)
+		usages[fs]()
+		return errHelp
 	}
 	if err != nil {
-		return usagef("%s: %v", fs.Name(), err)
+		return usagef("%s: %v (xmitcheck %[1]s -h lists the flags)", fs.Name(), err)
 	}
 	return nil
+}
+
+// usageOnly is the flag set of a command without flags: it still answers
+// -h, and refuses any flag.
+func usageOnly(name, args, about string, given []string) error {
+	return parse(newFlags(name, args, about), given)
 }
 
 // listFlag collects a repeatable flag (--kernel a --kernel b, or a,b).

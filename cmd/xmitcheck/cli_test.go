@@ -70,6 +70,9 @@ func TestBadInputOneLine(t *testing.T) {
 		{"MissingQEMU", []string{"PATH=/nonexistent"}, []string{"run", "--kernel", "debian:7.3"}, "qemu-system-x86_64 not found: run `make deps`"},
 		{"MissingVng", []string{"PATH=/nonexistent"}, []string{"run", "--backend", "vng"}, "vng not found"},
 		{"ExecNoBinary", nil, []string{"exec"}, "exec: no binary given"},
+		{"ExecExpect", nil, []string{"exec", "--expect", "003", "x.test"}, "exec: --expect is for run"},
+		{"UnwritableJUnit", nil, []string{"run", "--junit", "/no/such/dir/j.xml"}, "cannot write /no/such/dir/j.xml: no directory /no/such/dir"},
+		{"UnwritableMatrix", nil, []string{"matrix", "--out", "/no/such/dir/m"}, "cannot write /no/such/dir/m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr := xc(t, tc.env, nil, tc.args...)
@@ -77,6 +80,15 @@ func TestBadInputOneLine(t *testing.T) {
 			assert.Check(t, is.Equal(strings.Count(stderr, "\n"), 1), "stderr: %q", stderr)
 			assert.Check(t, is.Contains(stderr, tc.want))
 		})
+	}
+}
+
+// TestBisectBadUsage: bisect's bad usage is 128, which stops git bisect run.
+func TestBisectBadUsage(t *testing.T) {
+	for _, args := range [][]string{{"--tree", "/no/such/tree"}, {"--frob"}, {"--kernel", "debian:7.3"}, {"--expect", "nothing"}} {
+		code, stderr := xc(t, nil, nil, append([]string{"bisect"}, args...)...)
+		assert.Check(t, is.Equal(code, bisectAbort), "%v: %s", args, stderr)
+		assert.Check(t, is.Equal(strings.Count(stderr, "\n"), 1), "stderr: %q", stderr)
 	}
 }
 
@@ -88,6 +100,27 @@ func TestHostNeedsRoot(t *testing.T) {
 	assert.Check(t, is.Equal(code, exitInfra))
 	assert.Check(t, is.Contains(stderr, "--kernel host runs the suites on this machine and needs root"))
 	assert.Check(t, is.Equal(strings.Count(stderr, "\n"), 1), "stderr: %q", stderr)
+}
+
+// TestHelpEverywhere: -h prints a usage line and exits 0 for every
+// command and subcommand.
+func TestHelpEverywhere(t *testing.T) {
+	for _, args := range [][]string{{"run"}, {"exec"}, {"matrix"}, {"report"}, {"compare"}, {"bisect"}, {"bench"}, {"bench", "boot"},
+		{"version"}, {"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"}} {
+		t.Run(strings.Join(args, "_"), func(t *testing.T) {
+			cmd := exec.Command(xmitcheck, append(args, "-h")...)
+			out, err := cmd.Output()
+			assert.NilError(t, err)
+			assert.Check(t, is.Contains(string(out), "usage: xmitcheck "+args[0]))
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(xmitcheck, "version").Output()
+	assert.NilError(t, err)
+	assert.Check(t, strings.HasPrefix(string(out), "xmitcheck "))
+	assert.Check(t, is.Contains(string(out), "go1."))
 }
 
 func TestHelp(t *testing.T) {

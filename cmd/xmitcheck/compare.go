@@ -23,7 +23,7 @@ import (
 // the benchmarks, interleaved base, patched, base, patched… so drift hits
 // both alike, compared with benchstat.
 func cmdCompare(args []string) (int, error) {
-	fs := newFlags("compare")
+	fs := newFlags("compare", "--base KERNEL --patched KERNEL [flags] [PKG...]", "Pre-merge check: the verdicts of both kernels side by side, then the benchmarks interleaved, compared with benchstat.")
 	var s suiteRun
 	s.register(fs)
 	base := fs.String("base", "", "the kernel without the change (catalog name, build:NAME or path)")
@@ -48,6 +48,9 @@ func cmdCompare(args []string) (int, error) {
 	s.v.kernels = listFlag{*base, *patched}
 	s.v.expectFor = map[string]string{*base: *expectBase, *patched: *expectPatched}
 	if err := s.v.check(); err != nil {
+		return 0, err
+	}
+	if err := s.checkOutputs(*markdown, *jsonFile); err != nil {
 		return 0, err
 	}
 	s.parseArgs(fs)

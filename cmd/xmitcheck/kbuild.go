@@ -39,7 +39,7 @@ func (b *buildFlags) options() kernels.BuildOptions {
 // cmdBuild is `xmitcheck kernels build`: build a tree into the build cache
 // and print the name to run it by.
 func cmdBuild(args []string) (*kernels.Built, error) {
-	fs := newFlags("kernels build")
+	fs := newFlags("kernels build", "--tree DIR [flags]", "Build a kernel tree, with patches reverted or applied on a copy, into the build cache: --kernel build:NAME runs it.")
 	var b buildFlags
 	b.register(fs)
 	if err := parse(fs, args); err != nil {

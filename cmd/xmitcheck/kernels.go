@@ -9,16 +9,31 @@ import (
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
+const kernelsAbout = `Kernels to run the suites on:
+  xmitcheck kernels                     list the catalog and what is cached
+  xmitcheck kernels fetch NAME...       fetch catalog kernels into the cache
+  xmitcheck kernels source NAME DIR     fetch and unpack Debian's linux-source of a catalog kernel
+  xmitcheck kernels build --tree DIR    build a kernel tree into build:NAME
+  xmitcheck kernels config              print the config fragment the suites need`
+
 func cmdKernels(args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		if err := usageOnly("kernels", "[fetch|source|build|config] ...", kernelsAbout, args); err != nil {
+			return err
+		}
 		return listKernels()
 	}
-	switch args[0] {
+	sub, rest := args[0], args[1:]
+	switch sub {
 	case "fetch":
-		if len(args) == 1 {
+		fs := newFlags("kernels fetch", "NAME...", "Fetch catalog kernels (the newest package of each) into the cache.")
+		if err := parse(fs, rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
 			return usagef("kernels fetch: name at least one kernel (xmitcheck kernels lists them)")
 		}
-		for _, name := range args[1:] {
+		for _, name := range fs.Args() {
 			k, err := kernels.Resolve(context.Background(), name, kernels.Options{Progress: progress(), Refresh: true})
 			if err != nil {
 				return err
@@ -27,23 +42,30 @@ func cmdKernels(args []string) error {
 		}
 		return nil
 	case "config":
+		if err := usageOnly("kernels config", "", "Print the kernel config fragment the suites need (kernels/config).", rest); err != nil {
+			return err
+		}
 		_, err := os.Stdout.WriteString(kernels.Config)
 		return err
 	case "build":
-		_, err := cmdBuild(args[1:])
+		_, err := cmdBuild(rest)
 		return err
 	case "source":
-		if len(args) != 3 {
+		fs := newFlags("kernels source", "NAME DIR", "Fetch Debian's linux-source of a catalog kernel and unpack it in DIR.")
+		if err := parse(fs, rest); err != nil {
+			return err
+		}
+		if fs.NArg() != 2 {
 			return usagef("kernels source NAME DIR: e.g. kernels source debian:7.3 ~/src")
 		}
-		tree, err := kernels.Source(context.Background(), args[1], args[2], kernels.Options{Progress: os.Stderr})
+		tree, err := kernels.Source(context.Background(), fs.Arg(0), fs.Arg(1), kernels.Options{Progress: os.Stderr})
 		if err != nil {
 			return err
 		}
 		fmt.Println(tree)
 		return nil
 	}
-	return usagef("kernels %q: use `kernels`, `kernels fetch NAME...`, `kernels source NAME DIR`, `kernels build --tree DIR` or `kernels config`", args[0])
+	return usagef("kernels %q: use `kernels`, `kernels fetch NAME...`, `kernels source NAME DIR`, `kernels build --tree DIR` or `kernels config` (xmitcheck kernels -h)", sub)
 }
 
 func listKernels() error {

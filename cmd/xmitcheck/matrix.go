@@ -29,7 +29,7 @@ var matrixKernels = []string{"debian:5.10", "debian:6.1", "debian:6.12", "debian
 // the verdict table. --check fails the run when a cell differs from its
 // expectation.
 func cmdMatrix(args []string) (int, error) {
-	fs := newFlags("matrix")
+	fs := newFlags("matrix", "[flags] [PKG...]", "Run the suites (default ./suites/...) on many kernels, several at once, into one folder: results.json and per kernel KTAP, JUnit and JSON.")
 	var s suiteRun
 	s.register(fs)
 	out := fs.String("out", "xmitcheck-matrix", "output folder (replaced)")
@@ -42,6 +42,9 @@ func cmdMatrix(args []string) (int, error) {
 		s.v.kernels = matrixKernels
 	}
 	if err := s.v.check(); err != nil {
+		return 0, err
+	}
+	if err := s.checkOutputs(*out); err != nil {
 		return 0, err
 	}
 	s.parseArgs(fs)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -25,10 +26,12 @@ type suiteRun struct {
 	runRE       string
 	testTimeout time.Duration
 	ktap, junit string
+	events      string
 	json        bool
 	verbose     bool
 	pkgs        []string
 	// go test's own flags, passed through to every binary.
+	skip                      string
 	bench, benchtime, shuffle string
 	list                      string
 	failfast, short           bool
@@ -37,10 +40,12 @@ type suiteRun struct {
 func (s *suiteRun) register(fs *flag.FlagSet) {
 	s.v.register(fs)
 	fs.StringVar(&s.runRE, "run", "", "run only tests matching this regexp (go test -run)")
+	fs.StringVar(&s.skip, "skip", "", "do not run tests matching this regexp (go test -skip)")
 	fs.DurationVar(&s.testTimeout, "test-timeout", 10*time.Minute, "per test binary timeout (go test -timeout)")
 	fs.StringVar(&s.ktap, "ktap", "", "write KTAP to this file (- for stdout)")
 	fs.BoolVar(&s.json, "json", false, "print go test -json events, labelled with the kernel, on stdout")
 	fs.StringVar(&s.junit, "junit", "", "write JUnit XML to this file")
+	fs.StringVar(&s.events, "events", "", "write the guests' own go test -json events, before judging, to this file (one line each, with its kernel)")
 	fs.BoolVar(&s.verbose, "v", false, "print the tests' output as they run")
 	fs.StringVar(&s.bench, "bench", "", "go test -bench: also run these benchmarks")
 	fs.StringVar(&s.benchtime, "benchtime", "", "go test -benchtime")
@@ -54,7 +59,7 @@ func (s *suiteRun) register(fs *flag.FlagSet) {
 func (s *suiteRun) testArgs() []string {
 	args := []string{"-test.v=test2json", "-test.count=1", "-test.timeout=" + s.testTimeout.String()}
 	for _, f := range []struct{ name, value string }{
-		{"run", s.runRE}, {"bench", s.bench}, {"benchtime", s.benchtime}, {"list", s.list}, {"shuffle", s.shuffle},
+		{"run", s.runRE}, {"skip", s.skip}, {"bench", s.bench}, {"benchtime", s.benchtime}, {"list", s.list}, {"shuffle", s.shuffle},
 	} {
 		if f.value != "" {
 			args = append(args, "-test."+f.name+"="+f.value)
@@ -67,6 +72,34 @@ func (s *suiteRun) testArgs() []string {
 		args = append(args, "-test.short")
 	}
 	return args
+}
+
+// checkOutputs makes sure every file the run will write can be written,
+// before anything is built or booted.
+func (s *suiteRun) checkOutputs(more ...string) error {
+	for _, f := range append([]string{s.ktap, s.junit, s.events}, more...) {
+		if err := writable(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writable reports whether a file can be created at path ("" and "-" can).
+func writable(path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usagef("cannot write %s: no directory %s", path, dir)
+	}
+	f, err := os.CreateTemp(dir, ".xmitcheck-check-")
+	if err != nil {
+		return usagef("cannot write %s: %v", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // parseArgs takes the packages from what follows the flags.
@@ -127,11 +160,11 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 	}
 	results.WriteSummary(human, runs)
 	results.WriteVerdicts(human, runs)
-	return runs, writeReports(runs, reports{ktap: s.ktap, junit: s.junit})
+	return runs, writeReports(runs, reports{ktap: s.ktap, junit: s.junit, events: s.events})
 }
 
 func cmdRun(args []string) (int, error) {
-	fs := newFlags("run")
+	fs := newFlags("run", "[flags] [PKG...]", "Build the suites (default ./suites/...), boot each --kernel, run them and judge one verdict per seed and kernel.")
 	var s suiteRun
 	s.register(fs)
 	count := fs.Int("count", 1, "rounds: run every suite this many times per kernel, each round on fresh boots; more than one reports every verdict change and flaky test (a soak)")
@@ -143,6 +176,9 @@ func cmdRun(args []string) (int, error) {
 	}
 	if *count < 1 {
 		return 0, usagef("run: -count must be at least 1")
+	}
+	if err := s.checkOutputs(); err != nil {
+		return 0, err
 	}
 	s.parseArgs(fs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -276,13 +312,13 @@ func binNamed(bins []vmtest.Binary, name string) vmtest.Binary {
 }
 
 // reports are the files a run writes ("" for none, "-" for stdout).
-type reports struct{ ktap, junit, json string }
+type reports struct{ ktap, junit, json, events string }
 
 func writeReports(runs []*results.Run, out reports) error {
 	for _, f := range []struct {
 		path  string
 		write func(io.Writer, []*results.Run) error
-	}{{out.ktap, results.WriteKTAP}, {out.junit, results.WriteJUnit}, {out.json, results.WriteJSON}} {
+	}{{out.ktap, results.WriteKTAP}, {out.junit, results.WriteJUnit}, {out.json, results.WriteJSON}, {out.events, results.WriteEvents}} {
 		if f.path == "" {
 			continue
 		}

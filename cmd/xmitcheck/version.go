@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// cmdVersion prints the module's version and the VCS revision the binary
+// was built from, as debug.ReadBuildInfo knows them.
+func cmdVersion(args []string) error {
+	if err := usageOnly("version", "", "Print xmitcheck's version, the revision it was built from and the Go that built it.", args); err != nil {
+		return err
+	}
+	fmt.Println(version())
+	return nil
+}
+
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "xmitcheck (no build information)"
+	}
+	v, rev, when, dirty := bi.Main.Version, "", "", ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
+		}
+	}
+	if rev == "" {
+		rev = "unknown revision"
+	}
+	return fmt.Sprintf("xmitcheck %s (%s%s%s) %s", v, rev, when, dirty, bi.GoVersion)
+}
