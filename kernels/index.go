@@ -50,7 +50,7 @@ func (s series) pick(pkgs []pkg) (choice, error) {
 		if m == nil || (found && compareVersions(p.Version, best.Image.Version) <= 0) {
 			continue
 		}
-		best, found = choice{Image: p, Release: m[1] + "-amd64"}, true
+		best, found = choice{Image: p, Release: m[1] + "-" + s.flavour}, true
 	}
 	if !found {
 		return choice{}, fmt.Errorf("no %s package in %s's index (want one matching %s): the mirror may have dropped the series; run `xmitcheck kernels` for the catalog", s.Name, s.Suite, re)

@@ -29,6 +29,17 @@ func TestPickFromRecordedIndex(t *testing.T) {
 			[]string{"linux-modules-7.2.13+deb14-amd64", "linux-base-7.2.13+deb14-amd64"}},
 		{"debian:7.3", "linux-binary-unsigned-7.3.4+deb13-amd64", "7.3.4-1~bpo13+1", "7.3.4+deb13-amd64",
 			[]string{"linux-modules-7.3.4+deb13-amd64", "linux-base-7.3.4+deb13-amd64"}},
+		// The flavours: the same series, their own packages.
+		{"debian:6.12-rt", "linux-image-6.12.117+deb13-rt-amd64-unsigned", "6.12.117-1", "6.12.117+deb13-rt-amd64", nil},
+		{"debian:6.12-cloud", "linux-image-6.12.117+deb13-cloud-amd64-unsigned", "6.12.117-1", "6.12.117+deb13-cloud-amd64", nil},
+		{"debian:7.2-rt", "linux-binary-unsigned-7.2.13+deb14-rt-amd64", "7.2.13-1", "7.2.13+deb14-rt-amd64",
+			[]string{"linux-modules-7.2.13+deb14-rt-amd64", "linux-base-7.2.13+deb14-rt-amd64"}},
+		{"debian:7.2-cloud", "linux-binary-unsigned-7.2.13+deb14-cloud-amd64", "7.2.13-1", "7.2.13+deb14-cloud-amd64",
+			[]string{"linux-modules-7.2.13+deb14-cloud-amd64", "linux-base-7.2.13+deb14-cloud-amd64"}},
+		{"debian:7.3-rt", "linux-binary-unsigned-7.3.4+deb13-rt-amd64", "7.3.4-1~bpo13+1", "7.3.4+deb13-rt-amd64",
+			[]string{"linux-modules-7.3.4+deb13-rt-amd64", "linux-base-7.3.4+deb13-rt-amd64"}},
+		{"debian:7.3-cloud", "linux-binary-unsigned-7.3.4+deb13-cloud-amd64", "7.3.4-1~bpo13+1", "7.3.4+deb13-cloud-amd64",
+			[]string{"linux-modules-7.3.4+deb13-cloud-amd64", "linux-base-7.3.4+deb13-cloud-amd64"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, ok := lookupSeries(tc.name)
@@ -58,7 +69,7 @@ func TestPickFromRecordedIndex(t *testing.T) {
 // TestPickSplitNewestOfSeveral picks the 7.2 series out of trixie-backports,
 // which holds 7.2.6, 7.2.9, 7.2.11 and 7.2.12 (7.2.9 sorts last as a string).
 func TestPickSplitNewestOfSeveral(t *testing.T) {
-	s := series{Entry: Entry{Name: "test:7.2", Suite: "trixie-backports"}, upstream: "7.2", split: true}
+	s := series{Entry: Entry{Name: "test:7.2", Suite: "trixie-backports"}, upstream: "7.2", flavour: "amd64", split: true}
 	pkgs, err := loadSuite("testdata/index", s.Suite)
 	assert.NilError(t, err)
 	c, err := s.pick(pkgs)

@@ -18,7 +18,10 @@ func TestCatalog(t *testing.T) {
 		names = append(names, e.Name)
 		assert.Check(t, e.Description != "", "%s has no description", e.Name)
 	}
-	assert.Check(t, is.DeepEqual(names, []string{"debian:5.10", "debian:6.1", "debian:6.12", "debian:7.2", "debian:7.3", "host", "PATH"}))
+	assert.Check(t, is.DeepEqual(names, []string{
+		"debian:5.10", "debian:6.1", "debian:6.12", "debian:6.12-rt", "debian:6.12-cloud",
+		"debian:7.2", "debian:7.2-rt", "debian:7.2-cloud", "debian:7.3", "debian:7.3-rt", "debian:7.3-cloud", "host", "PATH",
+	}))
 	_, ok := lookupSeries(DefaultKernel)
 	assert.Check(t, ok, "DefaultKernel %q is not in the catalog", DefaultKernel)
 }
@@ -29,7 +32,18 @@ func TestResolveUnknown(t *testing.T) {
 		assert.Check(t, errors.Is(err, ErrUnknownKernel), "%q: %v", name, err)
 	}
 	_, err := Resolve(context.Background(), "debian:9.9", Options{CacheDir: t.TempDir()})
-	assert.Error(t, err, `unknown kernel "debian:9.9": use one of debian:5.10, debian:6.1, debian:6.12, debian:7.2, debian:7.3, host, or a path to a bzImage or kernel tree`)
+	assert.Error(t, err, `unknown kernel "debian:9.9": use one of debian:5.10, debian:6.1, debian:6.12, debian:6.12-rt, debian:6.12-cloud, debian:7.2, debian:7.2-rt, debian:7.2-cloud, debian:7.3, debian:7.3-rt, debian:7.3-cloud, host, or a path to a bzImage or kernel tree`)
+}
+
+// TestCheckVng: virtme-ng refuses the cloud flavours (no 9p) by name,
+// before anything is fetched; every other kernel is left to vng.
+func TestCheckVng(t *testing.T) {
+	for _, name := range []string{"debian:6.12-cloud", "debian:7.2-cloud", "debian:7.3-cloud"} {
+		assert.Check(t, is.Error(CheckVng(name), name+" cannot boot under virtme-ng: Debian's cloud kernels have no 9p (CONFIG_NET_9P is off); use --backend native"))
+	}
+	for _, name := range []string{"debian:7.3", "debian:7.3-rt", "debian:6.12-rt", "host", "./bzImage", "build:no003"} {
+		assert.Check(t, CheckVng(name), name)
+	}
 }
 
 func TestResolveMissingPath(t *testing.T) {
