@@ -16,12 +16,21 @@ import (
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/kernels"
 	"golang.org/x/sys/unix"
 )
 
 // matrixKernels is what matrix runs on when no --kernel is given: every
-// catalog kernel and the machine's own.
-var matrixKernels = []string{"debian:5.10", "debian:6.1", "debian:6.12", "debian:7.2", "debian:7.3", "host"}
+// Debian kernel of the catalog, flavours included, and the machine's own.
+func matrixKernels() []string {
+	var out []string
+	for _, e := range kernels.Catalog() {
+		if e.Suite != "" {
+			out = append(out, e.Name)
+		}
+	}
+	return append(out, "host")
+}
 
 // cmdMatrix runs the suites on many kernels, several VMs at once, and
 // writes one folder: results.json (every kernel's snapshot, what `report`
@@ -39,7 +48,7 @@ func cmdMatrix(args []string) (int, error) {
 		return 0, err
 	}
 	if len(s.v.kernels) == 0 {
-		s.v.kernels = matrixKernels
+		s.v.kernels = matrixKernels()
 	}
 	if err := s.v.check(); err != nil {
 		return 0, err
