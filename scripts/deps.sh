@@ -1,21 +1,39 @@
 #!/usr/bin/env bash
-# Installs what xmitcheck needs on a Debian machine (run as root): qemu,
-# kmod (depmod), virtme-ng (from Debian trixie, through a private apt state
-# so the system's sources are never touched), clang/llvm/libbpf headers (so
-# `make check` can prove the committed BPF objects match their C), what
-# `xmitcheck kernels build` needs to build a kernel tree (gcc, make, flex,
-# bison, bc, libelf, libssl, pahole, ccache, patch), Chromium (the
-# report's browser test) and the Go modules.
-# Idempotent: what is there already is not installed again.
+# Installs what xmitcheck needs on a Debian machine (run as root), by what
+# it is for; no argument means all:
+#   vm       boot kernels in qemu (qemu, kmod for depmod, xz)
+#   vng      the virtme-ng backend (from Debian trixie, through a private
+#            apt state: the system's sources are never touched)
+#   bpf      regenerate and check the BPF objects (clang, llvm, libbpf headers)
+#   browser  the report's browser test (Chromium)
+#   kbuild   `xmitcheck kernels build` (gcc, make, flex, bison, bc, libelf,
+#            libssl, pahole, ccache, patch)
+# and the Go modules. Idempotent: what is there already is not installed
+# again.
 set -euo pipefail
 
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(vm vng bpf browser kbuild)
+pkgs=()
+for g in "${groups[@]}"; do
+	case "$g" in
+	vm) pkgs+=(qemu-system-x86 kmod xz-utils file) ;;
+	vng) pkgs+=(qemu-system-x86 kmod busybox-static udev file python3-argcomplete python3-requests python3-pkg-resources) ;;
+	bpf) pkgs+=(clang llvm libbpf-dev linux-libc-dev) ;;
+	browser) pkgs+=(chromium) ;;
+	kbuild) pkgs+=(gcc make flex bison bc libelf-dev libssl-dev dwarves ccache patch xz-utils) ;;
+	*) echo "deps: unknown group $g: use vm, vng, bpf, browser or kbuild" >&2; exit 2 ;;
+	esac
+done
+need_vng=false
+[[ " ${groups[*]} " == *" vng "* ]] && ! command -v vng >/dev/null && need_vng=true
+
 need_pkgs=()
-for p in qemu-system-x86 kmod busybox-static udev file python3-argcomplete python3-requests python3-pkg-resources clang llvm libbpf-dev linux-libc-dev \
-	gcc make flex bison bc libelf-dev libssl-dev dwarves ccache patch xz-utils chromium; do
+for p in $(printf '%s\n' "${pkgs[@]}" | sort -u); do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
 done
-if [ "$(id -u)" != 0 ] && { [ ${#need_pkgs[@]} -gt 0 ] || ! command -v vng >/dev/null; }; then
-	echo "deps: installing ${need_pkgs[*]:-virtme-ng} needs root: run 'sudo $0'" >&2
+if [ "$(id -u)" != 0 ] && { [ ${#need_pkgs[@]} -gt 0 ] || $need_vng; }; then
+	echo "deps: installing ${need_pkgs[*]:-virtme-ng} needs root: run 'sudo $0 ${groups[*]}'" >&2
 	exit 2
 fi
 export DEBIAN_FRONTEND=noninteractive
@@ -25,7 +43,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi
 
-if ! command -v vng >/dev/null; then
+if $need_vng; then
 	# virtme-ng is not in Debian 12; trixie's package (Architecture: all)
 	# installs with Debian 12's dependencies.
 	src=/etc/apt/sources.list.d/debian.sources
@@ -45,4 +63,4 @@ fi
 
 cd "$(dirname "$0")/.."
 go mod download
-echo "deps: ready (qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}'), vng $(vng --version 2>/dev/null | awk '{print $NF}'))"
+echo "deps: ready (${groups[*]})"
