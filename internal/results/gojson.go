@@ -31,23 +31,14 @@ func WriteJSON(w io.Writer, runs []*Run) error {
 	return nil
 }
 
-// jsonEvent is cmd/test2json's TestEvent.
-type jsonEvent struct {
-	Time    time.Time `json:",omitzero"`
-	Action  string
-	Package string  `json:",omitempty"`
-	Test    string  `json:",omitempty"`
-	Elapsed float64 `json:",omitempty"`
-	Output  string  `json:",omitempty"`
-}
-
 type jsonRun struct {
 	enc *json.Encoder
 	run *Run
 	err error
 }
 
-func (j *jsonRun) emit(e jsonEvent) {
+// emit writes e; Kernel stays empty, since the package names the kernel.
+func (j *jsonRun) emit(e Event) {
 	if j.err == nil {
 		j.err = j.enc.Encode(e)
 	}
@@ -73,13 +64,13 @@ func (j *jsonRun) pkg(p *node) {
 	if t := p.first(); t != nil {
 		start = t.Started
 	}
-	j.emit(jsonEvent{Time: start, Action: "start", Package: pkg})
+	j.emit(Event{Time: start, Action: "start", Package: pkg})
 	if p.test != nil {
 		for i, l := range p.test.Output {
 			if isSummaryLine(l) {
 				continue
 			}
-			j.emit(jsonEvent{Time: p.test.outTime(i), Action: "output", Package: pkg, Output: l + "\n"})
+			j.emit(Event{Time: p.test.outTime(i), Action: "output", Package: pkg, Output: l + "\n"})
 		}
 		j.kernelLines(pkg, "", p.test)
 		if !p.test.Ended.IsZero() {
@@ -93,13 +84,13 @@ func (j *jsonRun) pkg(p *node) {
 	line, action := "ok  ", "pass"
 	if st == Fail {
 		line, action = "FAIL", "fail"
-		j.emit(jsonEvent{Time: end, Action: "output", Package: pkg, Output: "FAIL\n"})
+		j.emit(Event{Time: end, Action: "output", Package: pkg, Output: "FAIL\n"})
 	} else {
-		j.emit(jsonEvent{Time: end, Action: "output", Package: pkg, Output: "PASS\n"})
+		j.emit(Event{Time: end, Action: "output", Package: pkg, Output: "PASS\n"})
 	}
 	elapsed := end.Sub(start).Seconds()
-	j.emit(jsonEvent{Time: end, Action: "output", Package: pkg, Output: fmt.Sprintf("%s\t%s\t%.3fs\n", line, pkg, elapsed)})
-	j.emit(jsonEvent{Time: end, Action: action, Package: pkg, Elapsed: elapsed})
+	j.emit(Event{Time: end, Action: "output", Package: pkg, Output: fmt.Sprintf("%s\t%s\t%.3fs\n", line, pkg, elapsed)})
+	j.emit(Event{Time: end, Action: action, Package: pkg, Elapsed: elapsed})
 }
 
 // test writes one test and its subtests.
@@ -108,14 +99,14 @@ func (j *jsonRun) test(pkg, name string, n *node) {
 	if t == nil { // a subtest whose parent never reported itself
 		t = &Test{Name: name}
 	}
-	j.emit(jsonEvent{Time: t.Started, Action: "run", Package: pkg, Test: name})
+	j.emit(Event{Time: t.Started, Action: "run", Package: pkg, Test: name})
 	var framing string
 	for i, l := range t.Output {
 		if strings.HasPrefix(strings.TrimSpace(l), "--- ") {
 			framing = l
 			continue
 		}
-		j.emit(jsonEvent{Time: t.outTime(i), Action: "output", Package: pkg, Test: name, Output: l + "\n"})
+		j.emit(Event{Time: t.outTime(i), Action: "output", Package: pkg, Test: name, Output: l + "\n"})
 	}
 	for _, c := range n.children {
 		j.test(pkg, name+"/"+c.name, c)
@@ -123,21 +114,21 @@ func (j *jsonRun) test(pkg, name string, n *node) {
 	j.kernelLines(pkg, name, t)
 	st := n.status()
 	if t.Judged != "" {
-		j.emit(jsonEvent{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: indent(name) + "    xmitcheck: " + judgedWord(st) + t.Judged + "\n"})
+		j.emit(Event{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: indent(name) + "    xmitcheck: " + judgedWord(st) + t.Judged + "\n"})
 	}
 	action := map[Status]string{Pass: "pass", Fail: "fail", Skip: "skip", XFail: "skip"}[st]
 	word := map[Status]string{Pass: "PASS", Fail: "FAIL", Skip: "SKIP", XFail: "SKIP"}[st]
 	if framing == "" || !strings.Contains(framing, "--- "+word+":") {
 		framing = fmt.Sprintf("%s--- %s: %s (%.2fs)", indent(name), word, name, t.Elapsed.Seconds())
 	}
-	j.emit(jsonEvent{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: framing + "\n"})
-	j.emit(jsonEvent{Time: t.Ended, Action: action, Package: pkg, Test: name, Elapsed: t.Elapsed.Seconds()})
+	j.emit(Event{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: framing + "\n"})
+	j.emit(Event{Time: t.Ended, Action: action, Package: pkg, Test: name, Elapsed: t.Elapsed.Seconds()})
 }
 
 // kernelLines writes the kernel reports attached to t as its output.
 func (j *jsonRun) kernelLines(pkg, name string, t *Test) {
 	for _, l := range t.Kernel {
-		j.emit(jsonEvent{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: indent(name) + "    " + l + "\n"})
+		j.emit(Event{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: indent(name) + "    " + l + "\n"})
 	}
 }
 
@@ -149,8 +140,8 @@ func (j *jsonRun) verdicts() {
 		return
 	}
 	pkg, at := j.name(VerdictPackage), r.Ended
-	j.emit(jsonEvent{Time: at, Action: "start", Package: pkg})
-	j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Output: "expectation: " + r.ExpectSource + "\n"})
+	j.emit(Event{Time: at, Action: "start", Package: pkg})
+	j.emit(Event{Time: at, Action: "output", Package: pkg, Output: "expectation: " + r.ExpectSource + "\n"})
 	failed := false
 	one := func(name string, ok bool, why string) {
 		failed = failed || !ok
@@ -158,11 +149,11 @@ func (j *jsonRun) verdicts() {
 		if !ok {
 			action, word = "fail", "FAIL"
 		}
-		j.emit(jsonEvent{Time: at, Action: "run", Package: pkg, Test: name})
-		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Test: name, Output: "=== RUN   " + name + "\n"})
-		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Test: name, Output: "    " + why + "\n"})
-		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Test: name, Output: "--- " + word + ": " + name + " (0.00s)\n"})
-		j.emit(jsonEvent{Time: at, Action: action, Package: pkg, Test: name})
+		j.emit(Event{Time: at, Action: "run", Package: pkg, Test: name})
+		j.emit(Event{Time: at, Action: "output", Package: pkg, Test: name, Output: "=== RUN   " + name + "\n"})
+		j.emit(Event{Time: at, Action: "output", Package: pkg, Test: name, Output: "    " + why + "\n"})
+		j.emit(Event{Time: at, Action: "output", Package: pkg, Test: name, Output: "--- " + word + ": " + name + " (0.00s)\n"})
+		j.emit(Event{Time: at, Action: action, Package: pkg, Test: name})
 	}
 	for _, v := range r.Verdicts {
 		one(string(v.Seed), !v.Mismatch(), v.Line())
@@ -171,18 +162,18 @@ func (j *jsonRun) verdicts() {
 		one(string(m.Feature), false, m.Line())
 	}
 	for _, n := range r.Notes {
-		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Output: "note: " + n + "\n"})
+		j.emit(Event{Time: at, Action: "output", Package: pkg, Output: "note: " + n + "\n"})
 	}
 	if r.Err != nil {
 		failed = true
-		j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Output: "error: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ") + "\n"})
+		j.emit(Event{Time: at, Action: "output", Package: pkg, Output: "error: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ") + "\n"})
 	}
 	line, action := "ok  ", "pass"
 	if failed {
 		line, action = "FAIL", "fail"
 	}
-	j.emit(jsonEvent{Time: at, Action: "output", Package: pkg, Output: fmt.Sprintf("%s\t%s\t0.000s\n", line, pkg)})
-	j.emit(jsonEvent{Time: at, Action: action, Package: pkg})
+	j.emit(Event{Time: at, Action: "output", Package: pkg, Output: fmt.Sprintf("%s\t%s\t0.000s\n", line, pkg)})
+	j.emit(Event{Time: at, Action: action, Package: pkg})
 }
 
 // judgedWord says which way the judge ended a test.
