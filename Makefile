@@ -7,7 +7,7 @@ GO      ?= go
 KERNEL  ?= debian:7.3
 export CGO_ENABLED := 0
 
-.PHONY: all build deps run test unit check bench discriminate matrix report bisect-demo clean
+.PHONY: all build deps run test test-kernels unit check bench discriminate matrix report bisect-demo clean
 
 all: build
 
@@ -40,6 +40,11 @@ test: deps build check
 	$(GO) test -count=1 -exec '$(CURDIR)/xmitcheck exec --kernel debian:7.3' ./internal/nopreempt
 	./xmitcheck run $(VERDICT_KERNELS) --ktap xmitcheck.ktap --junit xmitcheck.junit.xml ./suites/...
 	$(MAKE) discriminate
+
+# The VM kernels make test boots, fetched: one line each, name, package
+# and version, file (CI keys its kernel cache by them).
+test-kernels: build
+	@./xmitcheck kernels fetch $(filter-out host --kernel,$(VERDICT_KERNELS))
 
 # Negative controls: a kernel without a seed's behaviour, told to have it,
 # must fail, and say why. Seed 004 is not in 5.10 (its devmap programs run
