@@ -17,6 +17,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/vmtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,11 +33,9 @@ func matrixKernels() []string {
 	return append(out, "host")
 }
 
-// cmdMatrix runs the suites on many kernels, several VMs at once, and
-// writes one folder: results.json (every kernel's snapshot, what `report`
-// reads), and per kernel its KTAP, JUnit and go test -json events; then
-// the verdict table. --check fails the run when a cell differs from its
-// expectation.
+// cmdMatrix runs the suites on many kernels, several VMs at once, prints
+// the verdict table and writes one folder (writeMatrix). --check fails the
+// run when a cell differs from its expectation.
 func cmdMatrix(args []string) (int, error) {
 	fs := newFlags("matrix", "[flags] [PKG...]", "Run the suites (default ./suites/...) on many kernels, several at once, into one folder: results.json and per kernel KTAP, JUnit and JSON.")
 	var s suiteRun
@@ -74,74 +73,21 @@ func cmdMatrix(args []string) (int, error) {
 		return 0, err
 	}
 	defer cleanup()
-	tmpOut, err := os.MkdirTemp(filepath.Dir(filepath.Clean(*out)), "."+filepath.Base(*out)+".tmp-")
-	if err != nil {
-		return 0, fmt.Errorf("output folder: %w", err)
-	}
-	defer os.RemoveAll(tmpOut)
-	if err := os.Chmod(tmpOut, 0o755); err != nil {
-		return 0, err
-	}
 
 	fmt.Fprintf(progress(), "xmitcheck: matrix of %d kernels, %d at once (kernels ready in %v)\n", len(ks), *jobs, fetched.Round(time.Second))
-	runs := make([]*results.Run, len(ks))
-	errs := make([]error, len(ks))
-	human := make([]bytes.Buffer, len(ks))
-	sem := make(chan struct{}, *jobs)
-	var wg sync.WaitGroup
-	for i, k := range ks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			runs[i], errs[i] = runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, false, &human[i])
-			if runs[i] != nil {
-				fmt.Fprintf(progress(), "xmitcheck: %s done: %v\n", k.Label(), runs[i].Counts())
-			}
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", ks[i].Label(), err)
-		}
-	}
-
-	var snaps []results.Snapshot
-	for i, r := range runs {
-		os.Stdout.Write(human[i].Bytes())
-		k := ks[i]
-		base := filepath.Join(tmpOut, fileKey(k.Name))
-		if err := writeReports([]*results.Run{r}, reports{ktap: base + ".ktap", junit: base + ".junit.xml", json: base + ".json"}); err != nil {
-			return 0, err
-		}
-		sn := r.Snapshot()
-		sn.Name, sn.Release = k.Name, k.Release
-		if k.Package != "" {
-			sn.Package = k.Package + " " + k.PackageVersion
-		}
-		snaps = append(snaps, sn)
-	}
-	if err := writeTo(filepath.Join(tmpOut, "results.json"), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(snaps)
-	}); err != nil {
+	runs, human, err := s.runMany(ctx, ks, bins, init, *jobs)
+	if err != nil {
 		return 0, err
+	}
+	for _, h := range human {
+		os.Stdout.Write(h.Bytes())
 	}
 	var table bytes.Buffer
 	results.WriteSummary(&table, runs)
 	results.WriteVerdicts(&table, runs)
 	fmt.Fprintf(&table, "wall time %v: kernels ready in %v, then %d kernels %d at once\n", time.Since(start).Round(time.Second), fetched.Round(time.Second), len(ks), *jobs)
-	if err := os.WriteFile(filepath.Join(tmpOut, "summary.txt"), table.Bytes(), 0o644); err != nil {
-		return 0, err
-	}
 	os.Stdout.Write(table.Bytes())
-	if err := os.RemoveAll(*out); err != nil {
-		return 0, err
-	}
-	if err := os.Rename(tmpOut, *out); err != nil {
+	if err := writeMatrix(*out, ks, runs, table.Bytes()); err != nil {
 		return 0, err
 	}
 	fmt.Printf("matrix: %s (results.json, per kernel .ktap .junit.xml .json; xmitcheck report %[1]s)\n", *out)
@@ -151,6 +97,76 @@ func cmdMatrix(args []string) (int, error) {
 		code = exitOK
 	}
 	return code, nil
+}
+
+// runMany runs the binaries on every kernel, jobs at once, and returns
+// each kernel's run and what it printed.
+func (s *suiteRun) runMany(ctx context.Context, ks []*kernels.Kernel, bins []vmtest.Binary, init string, jobs int) ([]*results.Run, []bytes.Buffer, error) {
+	runs := make([]*results.Run, len(ks))
+	errs := make([]error, len(ks))
+	human := make([]bytes.Buffer, len(ks))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for i, k := range ks {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			runs[i], errs[i] = runOne(ctx, &s.v, k, s.v.newBackend(k, init), bins, false, &human[i])
+			if runs[i] != nil {
+				fmt.Fprintf(progress(), "xmitcheck: %s done: %v\n", k.Label(), runs[i].Counts())
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", ks[i].Label(), err)
+		}
+	}
+	return runs, human, nil
+}
+
+// writeMatrix writes the matrix folder out: results.json (every kernel's
+// snapshot, what `report` reads), summary.txt, and per kernel its KTAP,
+// JUnit and JSON. It is written beside out and renamed over it, so out is
+// never half-written.
+func writeMatrix(out string, ks []*kernels.Kernel, runs []*results.Run, summary []byte) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("output folder: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	var snaps []results.Snapshot
+	for i, r := range runs {
+		k := ks[i]
+		base := filepath.Join(tmp, fileKey(k.Name))
+		if err := writeReports([]*results.Run{r}, reports{ktap: base + ".ktap", junit: base + ".junit.xml", json: base + ".json"}); err != nil {
+			return err
+		}
+		sn := r.Snapshot()
+		sn.Name, sn.Release = k.Name, k.Release
+		if k.Package != "" {
+			sn.Package = k.Package + " " + k.PackageVersion
+		}
+		snaps = append(snaps, sn)
+	}
+	if err := writeTo(filepath.Join(tmp, "results.json"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(snaps)
+	}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "summary.txt"), summary, 0o644); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	return os.Rename(tmp, out)
 }
 
 // defaultJobs is how many kernels run at once: one per core, as far as
