@@ -136,8 +136,7 @@ type tally struct {
 
 // tally adds up the leaf tests per seed. Absences count for every seed
 // they imply, whichever test saw them: a kernel without IFF_BACKPRESSURE
-// has no seed 000. A package whose binary failed outside its tests (a
-// kernel report between tests, a leak) makes every seed it tests BROKEN.
+// has no seed 000.
 func (r *Run) tally(obs map[*Test]observation) map[feature.Seed]*tally {
 	by := map[feature.Seed]*tally{}
 	get := func(s feature.Seed) *tally {
@@ -189,6 +188,13 @@ func (r *Run) tally(obs map[*Test]observation) map[feature.Seed]*tally {
 			a.skipWhy = cmp.Or(a.skipWhy, t.Name+": "+t.Reason())
 		}
 	}
+	r.tallyBinaries(obs, get)
+	return by
+}
+
+// tallyBinaries makes every seed of a package whose binary failed outside
+// its tests BROKEN, and lists the failures that belong to no seed.
+func (r *Run) tallyBinaries(obs map[*Test]observation, get func(feature.Seed) *tally) {
 	r.Orphans = nil
 	for _, t := range r.Tests {
 		if t.Status != Fail || obs[t].seed != "" || t.Name == "" && r.anyFailed(t.Package) {
@@ -206,7 +212,6 @@ func (r *Run) tally(obs map[*Test]observation) map[feature.Seed]*tally {
 			a.broken = cmp.Or(a.broken, shortPackage(t.Package)+" (the test binary, outside its tests): "+t.firstFailure())
 		}
 	}
-	return by
 }
 
 func (r *Run) hasFailedChild(t *Test) bool {
