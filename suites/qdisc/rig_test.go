@@ -16,6 +16,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
@@ -59,6 +60,7 @@ type path struct {
 // rig builds p in a namespace of its own, with a kind root qdisc.
 func (p path) rig(tb testing.TB, kind string) *rig {
 	tb.Helper()
+	kmsg.Watch(tb)
 	r := p.build(tb, netenv.New(tb))
 	r.setQdisc(tb, kind)
 	return r
