@@ -169,5 +169,5 @@ func deferred(b *testing.B, t *fastPathTracer) uint64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return c.Nonempty
+	return c.Locked.Candidates + c.Wake.Candidates
 }

@@ -14,26 +14,39 @@ import (
 )
 
 type fastpathCall struct {
-	_     structs.HostLayout
-	Q     uint64
-	Head  uint64
-	Frame [2]uint64
-	Depth uint32
-	Clear uint32
+	_         structs.HostLayout
+	Q         uint64
+	Frame     [2]uint64
+	Gen       uint64
+	Depth     uint32
+	Wake      uint32
+	Candidate uint32
+	Scheduled uint32
 }
 
 type fastpathCounts struct {
-	_             structs.HostLayout
-	Calls         uint64
-	Wakes         uint64
-	Nonempty      uint64
-	NonemptyWakes uint64
-	Unscheduled   uint64
-	Scheduled     uint64
-	Despite       uint64
-	Changed       uint64
-	Raises        uint64
-	Unread        uint64
+	_      structs.HostLayout
+	Locked struct {
+		_          structs.HostLayout
+		Calls      uint64
+		Candidates uint64
+		Over       uint64
+		Emptied    uint64
+		Declined   uint64
+		Contested  uint64
+	}
+	Wake struct {
+		_          structs.HostLayout
+		Calls      uint64
+		Candidates uint64
+		Over       uint64
+		Emptied    uint64
+		Declined   uint64
+		Contested  uint64
+	}
+	Raises uint64
+	Unread uint64
+	Deep   uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -42,6 +55,7 @@ type fastpathCounts struct {
 const (
 	fastpathMapCalls          = "calls"
 	fastpathMapCounts         = "counts"
+	fastpathMapGen            = "gen"
 	fastpathProgNetTxRaise    = "net_tx_raise"
 	fastpathProgScheduleEnter = "schedule_enter"
 	fastpathProgScheduleExit  = "schedule_exit"
@@ -105,6 +119,7 @@ type fastpathProgramSpecs struct {
 type fastpathMapSpecs struct {
 	Calls  *ebpf.MapSpec `ebpf:"calls"`
 	Counts *ebpf.MapSpec `ebpf:"counts"`
+	Gen    *ebpf.MapSpec `ebpf:"gen"`
 }
 
 // fastpathVariableSpecs contains global variables before they are loaded into the kernel.
@@ -136,12 +151,14 @@ func (o *fastpathObjects) Close() error {
 type fastpathMaps struct {
 	Calls  *ebpf.Map `ebpf:"calls"`
 	Counts *ebpf.Map `ebpf:"counts"`
+	Gen    *ebpf.Map `ebpf:"gen"`
 }
 
 func (m *fastpathMaps) Close() error {
 	return _FastpathClose(
 		m.Calls,
 		m.Counts,
+		m.Gen,
 	)
 }
 

@@ -1,39 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // Seed 003's fast path, observed: __netif_schedule(q) returns at once while
-// q->defer_list is not empty (a CPU inside __dev_xmit_skb() will run the
-// queue). These programs count, for the qdisc of one device, the calls that
-// found defer_list non-empty, and those of them that still scheduled the
-// qdisc: set __QDISC_STATE_SCHED and raised NET_TX_SOFTIRQ. A kernel with
-// the fast path never does that; one without it does whenever SCHED was
-// clear.
+// q->defer_list holds a frame (a CPU inside __dev_xmit_skb() will run the
+// queue); before the seed it sets __QDISC_STATE_SCHED and raises
+// NET_TX_SOFTIRQ whenever SCHED was clear. For the root qdisc of one
+// device, these programs sort the calls that found defer_list holding a
+// frame and SCHED clear (candidates) by what the call did:
 //
-// A call is __netif_schedule(q), or netif_tx_wake_queue(txq) on a stopped
-// queue: Debian's 7.2 inlines __netif_schedule() into its callers in
-// net/core/dev.c, netif_tx_wake_queue() among them, so the wake-ups from a
-// veth peer's NAPI poll never reach the out-of-line function there; 7.3
-// calls it, and the nested call counts once. __qdisc_run() and
-// dev_requeue_skb() (sch_generic.c, the qdisc lock holder) always call the
-// out-of-line function.
+//   over:      scheduled q (a NET_TX raise on the call's CPU with SCHED now
+//              set) while the frame at the list's head at entry was still
+//              on the list: the list was never empty, so the function
+//              cannot have read it empty; the fast path was not taken;
+//   emptied:   scheduled q after that frame left the list: the function may
+//              have read it empty, so the call says nothing;
+//   declined:  did not schedule q, SCHED clear at exit and no other call
+//              scheduled q meanwhile: the fast path was taken;
+//   contested: did not schedule q because another call did.
 //
-// Entry notes q, q->defer_list.first, the frame that head carries (the
-// suite's stream and sequence number) and whether SCHED was clear. A NET_TX
-// raise on the same CPU before the call returns, with SCHED now set, is the
-// call scheduling q (__netif_reschedule() raises it with interrupts off). It
-// counts against the fast path only if defer_list still has the same frame
-// at its head: then the list was not empty when the function read it. The
-// head's address alone does not prove that: a vCPU that stalls between the
-// entry and the read (a host under load stops TCG's vCPU threads for
-// milliseconds) lets the list be emptied, its skb sent and freed, and the
-// memory come back as a new skb pushed at the head (seen once, as 1 of 300
-// calls, in a 10-round soak of debian:7.3 under a kernel build). A call that
-// scheduled after the head changed is counted apart: the function may have
-// read the list empty (2-18% of the non-empty calls did so on Debian's 7.2
-// and 7.3, which have the fast path).
+// Frames are told apart by the suite's stream and sequence number, never
+// by address: an skb freed and reused at the head is another frame.
 //
-// The calls the suite's load makes run with BH disabled (the NAPI poll, the
-// qdisc lock holder), so a call's entry and exit happen on one CPU with
-// nothing but interrupts between them; the per-CPU call slot relies on that.
+// A call is __netif_schedule(q) or netif_tx_wake_queue(txq) on a stopped
+// queue (Debian's 7.2 inlines the first into the second; 7.3 calls it, and
+// the nested call counts once, read again at its entry, closer to the
+// function's own read of the list). The two are counted apart: on a locked
+// qdisc, __netif_schedule() from __qdisc_run() and dev_requeue_skb() runs
+// with the qdisc lock held, which the sender of the list's first frame
+// waits for before it empties the list, and without which nobody clears
+// SCHED: such a call can be neither emptied nor, before the seed, declined.
+// A wake-up (veth_poll) holds no lock.
+//
+// The calls run with BH disabled (the NAPI poll, the qdisc lock holder), so
+// a call's entry and exit happen on one CPU with nothing but interrupts
+// between them; the per-CPU call slot relies on that.
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -41,6 +40,7 @@
 #include <bpf/bpf_core_read.h>
 
 #define NET_TX_SOFTIRQ 2 // enum in include/linux/interrupt.h, unchanged since 2.6
+#define WALK_MAX 1024    // defer_list nodes walked; the list stays under net.core.qdisc_max_burst (1000)
 
 char __license[] SEC("license") = "GPL";
 
@@ -78,27 +78,34 @@ struct sk_buff {
 enum qdisc_state_t { __QDISC_STATE_SCHED };
 enum netdev_queue_state_t { __QUEUE_STATE_DRV_XOFF };
 
+// class is one kind of call's tally (see the top of the file).
+struct class {
+	__u64 calls;      // calls on the device's qdisc
+	__u64 candidates; // defer_list held a frame and SCHED was clear at entry
+	__u64 over;       // candidates that scheduled q over a list never empty
+	__u64 emptied;    // candidates that scheduled q after the entry's frame left the list
+	__u64 declined;   // candidates that left q unscheduled, nobody else scheduling it
+	__u64 contested;  // candidates that left q unscheduled because another call scheduled it
+};
+
 // counts is what the programs tally, per CPU.
 struct counts {
-	__u64 calls;          // calls on the device's qdisc
-	__u64 wakes;          // of them, through netif_tx_wake_queue()
-	__u64 nonempty;       // of them, q->defer_list non-empty at entry
-	__u64 nonempty_wakes; // of those, through netif_tx_wake_queue()
-	__u64 unscheduled;    // of the non-empty ones, SCHED clear: without the fast path they schedule q
-	__u64 scheduled;      // calls that scheduled q: SCHED clear at entry, NET_TX raised, SCHED set
-	__u64 despite;        // of them, defer_list non-empty at entry and the same head at the raise
-	__u64 changed;        // of them, non-empty at entry but another frame (or none) at the head at the raise
-	__u64 raises;         // every NET_TX_SOFTIRQ raise, whatever raised it
-	__u64 unread;         // frames at the head whose stream and sequence number could not be read
+	struct class locked; // __netif_schedule() called directly: the qdisc lock holder
+	struct class wake;   // netif_tx_wake_queue() of a stopped queue
+	__u64 raises;        // every NET_TX_SOFTIRQ raise, whatever raised it
+	__u64 unread;        // frames at the head at entry whose stream and sequence could not be read
+	__u64 deep;          // walks of defer_list cut at WALK_MAX nodes
 };
 
 // call is the call in progress on a CPU.
 struct call {
-	__u64 q;     // the qdisc; 0: another device's, or a wake-up of a running queue
-	__u64 head;  // q->defer_list.first at entry
-	__u64 frame[2]; // the stream and sequence number of head's frame
-	__u32 depth; // nesting (netif_tx_wake_queue -> __netif_schedule)
-	__u32 clear; // SCHED was clear at entry, and the call has not scheduled q yet
+	__u64 q;        // the qdisc; 0: another device's, or a wake-up of a running queue
+	__u64 frame[2]; // stream and sequence number of the frame at defer_list's head at entry
+	__u64 gen;      // schedules of q (the gen map) at entry
+	__u32 depth;    // nesting (netif_tx_wake_queue -> __netif_schedule)
+	__u32 wake;     // entered through netif_tx_wake_queue()
+	__u32 candidate;
+	__u32 scheduled; // a NET_TX raise with SCHED set came during the call
 };
 
 struct {
@@ -115,26 +122,71 @@ struct {
 	__type(value, struct call);
 } calls SEC(".maps");
 
+// gen counts the calls, on any CPU, that scheduled q: a call that finds it
+// changed at exit met another one.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} gen SEC(".maps");
+
 // ifindex is the device whose root qdisc is watched; the test sets it
 // before loading.
 volatile const __u32 ifindex = 0;
 
-static __always_inline unsigned long sched_bit(void)
+static __always_inline int sched_set(struct Qdisc *q)
 {
-	return 1UL << bpf_core_enum_value(enum qdisc_state_t, __QDISC_STATE_SCHED);
+	return !!(BPF_CORE_READ(q, state) & (1UL << bpf_core_enum_value(enum qdisc_state_t, __QDISC_STATE_SCHED)));
 }
 
 // frame_id reads the stream and sequence number (bytes 18-29 of a
-// traffic.Frame) of the skb whose ll_node is node, into id, and counts a
-// read that failed in n->unread (the test wants none).
-static __always_inline void frame_id(__u64 node, __u64 id[2], struct counts *n)
+// traffic.Frame) of the skb whose ll_node is node into id; non-zero when
+// the read failed.
+static __always_inline long frame_id(__u64 node, __u64 id[2])
 {
 	struct sk_buff *skb = (struct sk_buff *)(node - bpf_core_field_offset(struct sk_buff, ll_node));
 	unsigned char *data = BPF_CORE_READ(skb, data);
 
 	id[0] = id[1] = 0;
-	if (bpf_probe_read_kernel(id, 12, data + 18))
+	return bpf_probe_read_kernel(id, 12, data + 18);
+}
+
+// on_list reports whether the frame id is on q's defer_list.
+static __always_inline int on_list(struct Qdisc *q, __u64 id[2], struct counts *n)
+{
+	struct llist_node *node = BPF_CORE_READ(q, defer_list.first);
+	__u64 f[2];
+
+	for (int i = 0; i < WALK_MAX; i++) {
+		if (!node)
+			return 0;
+		if (frame_id((__u64)node, f))
+			return 0; // freed under the walk: the list was emptied
+		if (f[0] == id[0] && f[1] == id[1])
+			return 1;
+		node = BPF_CORE_READ(node, next);
+	}
+	n->deep++;
+	return 0;
+}
+
+static __always_inline struct class *class_of(struct counts *n, struct call *c)
+{
+	return c->wake ? &n->wake : &n->locked;
+}
+
+// note reads what the function is about to read: whether defer_list holds
+// a frame (and which) while SCHED is clear.
+static __always_inline void note(struct call *c, struct Qdisc *q, struct counts *n)
+{
+	__u64 head = (__u64)BPF_CORE_READ(q, defer_list.first);
+
+	c->candidate = head && !sched_set(q);
+	if (c->candidate && frame_id(head, c->frame)) {
 		n->unread++;
+		c->candidate = 0;
+	}
 }
 
 static __always_inline void enter(struct Qdisc *q, int wake)
@@ -142,40 +194,50 @@ static __always_inline void enter(struct Qdisc *q, int wake)
 	__u32 zero = 0;
 	struct call *c = bpf_map_lookup_elem(&calls, &zero);
 	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
+	__u64 *g = bpf_map_lookup_elem(&gen, &zero);
 
-	if (!c || !n)
+	if (!c || !n || !g)
 		return;
-	if (c->depth++ > 0)
+	if (c->depth++ > 0) {
+		// The wake-up's __netif_schedule(), where it is not inlined:
+		// closer to the function's own read of the list.
+		if (c->q && c->q == (__u64)q && !c->scheduled)
+			note(c, q, n);
 		return;
+	}
 	c->q = 0;
 	if (!q || BPF_CORE_READ(q, dev_queue, dev, ifindex) != ifindex)
 		return;
 	c->q = (__u64)q;
-	c->head = (__u64)BPF_CORE_READ(q, defer_list.first);
-	if (c->head)
-		frame_id(c->head, c->frame, n);
-	c->clear = !(BPF_CORE_READ(q, state) & sched_bit());
-	n->calls++;
-	if (wake)
-		n->wakes++;
-	if (c->head) {
-		n->nonempty++;
-		if (wake)
-			n->nonempty_wakes++;
-		if (c->clear)
-			n->unscheduled++;
-	}
+	c->wake = wake;
+	c->scheduled = 0;
+	c->gen = *g;
+	class_of(n, c)->calls++;
+	note(c, q, n);
 }
 
 static __always_inline void leave(void)
 {
 	__u32 zero = 0;
 	struct call *c = bpf_map_lookup_elem(&calls, &zero);
+	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
+	__u64 *g = bpf_map_lookup_elem(&gen, &zero);
+	struct class *k;
 
-	if (!c || c->depth == 0)
+	if (!c || !n || !g || c->depth == 0)
 		return;
-	if (--c->depth == 0)
-		c->q = 0;
+	if (--c->depth > 0 || !c->q)
+		return;
+	k = class_of(n, c);
+	if (c->candidate)
+		k->candidates++;
+	if (c->candidate && !c->scheduled) {
+		if (sched_set((struct Qdisc *)c->q) || *g != c->gen)
+			k->contested++;
+		else
+			k->declined++;
+	}
+	c->q = 0;
 }
 
 SEC("fentry/__netif_schedule")
@@ -211,35 +273,32 @@ int BPF_PROG(wake_exit, struct netdev_queue *txq)
 	return 0;
 }
 
+// A NET_TX raise on a CPU in a call on q, with SCHED now set, is the call
+// scheduling q (__netif_reschedule() raises it with interrupts off).
 SEC("tp_btf/softirq_raise")
 int BPF_PROG(net_tx_raise, unsigned int vec)
 {
 	__u32 zero = 0;
 	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
 	struct call *c = bpf_map_lookup_elem(&calls, &zero);
+	__u64 *g = bpf_map_lookup_elem(&gen, &zero);
 	struct Qdisc *q;
-	__u64 head, frame[2];
+	struct class *k;
 
-	if (vec != NET_TX_SOFTIRQ || !n || !c)
+	if (vec != NET_TX_SOFTIRQ || !n || !c || !g)
 		return 0;
 	n->raises++;
-	if (!c->q || !c->clear)
-		return 0;
 	q = (struct Qdisc *)c->q;
-	if (!(BPF_CORE_READ(q, state) & sched_bit()))
+	if (!q || c->scheduled || !sched_set(q))
 		return 0;
-	c->clear = 0;
-	n->scheduled++;
-	if (!c->head)
+	c->scheduled = 1;
+	__sync_fetch_and_add(g, 1);
+	if (!c->candidate)
 		return 0;
-	head = (__u64)BPF_CORE_READ(q, defer_list.first);
-	if (head == c->head) {
-		frame_id(head, frame, n);
-		if (frame[0] == c->frame[0] && frame[1] == c->frame[1]) {
-			n->despite++;
-			return 0;
-		}
-	}
-	n->changed++;
+	k = class_of(n, c);
+	if (on_list(q, c->frame, n))
+		k->over++;
+	else
+		k->emptied++;
 	return 0;
 }
