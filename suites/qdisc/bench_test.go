@@ -69,41 +69,18 @@ func BenchmarkTapBackpressure(b *testing.B) {
 }
 
 // measure sends b.N frames through r from n senders, waits until every one
-// is accounted for, and reports the figures. With softirqs it also counts
-// NET_TX raises and __netif_schedule() calls, and where the kernel has
-// q->defer_list the calls that found it non-empty.
+// is accounted for, and reports the figures; with softirqs, those of
+// softirqProbes too.
 func measure(b *testing.B, r *rig, n int, softirqs bool) {
-	var raises, scheds *eventCounter
-	var fast *fastPathTracer
+	var p *softirqProbes
 	if softirqs {
-		var err error
-		if raises, err = attachSoftirqRaises(); err != nil {
-			b.Logf("NET_TX raises not counted: %v; /proc/softirqs runs are reported instead", err)
-		} else {
-			defer raises.Close()
-		}
-		if scheds, err = attachNetifSchedules(); err != nil {
-			b.Logf("__netif_schedule() calls not counted: %v", err)
-		} else {
-			defer scheds.Close()
-		}
-		if probeDeferList() == nil {
-			if fast, err = attachFastPath(r.dev.Attrs().Index); err != nil {
-				b.Logf("calls that found q->defer_list non-empty not counted: %v", err)
-			} else {
-				defer fast.Close()
-			}
-		}
+		p = attachSoftirqProbes(b, r)
 	}
 	base, err := r.state()
 	if err != nil {
 		b.Fatal(err)
 	}
-	raises0, scheds0, deferred0 := count(b, raises), count(b, scheds), deferred(b, fast)
-	runs0, err := netTxRuns()
-	if err != nil {
-		b.Fatal(err)
-	}
+	before := p.read(b)
 
 	b.ResetTimer()
 	start := time.Now()
@@ -124,27 +101,90 @@ func measure(b *testing.B, r *rig, n int, softirqs bool) {
 	if s.a.Received == 0 {
 		b.Fatalf("nothing delivered: %v", s)
 	}
-	runs1, err := netTxRuns()
-	if err != nil {
-		b.Fatal(err)
-	}
-	perPkt := func(d uint64) float64 { return float64(d) / float64(s.a.Received) }
 	sec := elapsed.Seconds()
 	b.ReportMetric(float64(s.a.Received)/sec, "rx-pps")
 	b.ReportMetric(float64(s.a.DeviceDrops+s.a.QdiscDrops+s.a.Uncounted)/sec, "lost/s")
-	if raises != nil {
-		b.ReportMetric(perPkt(count(b, raises)-raises0), "raises/pkt")
-	}
-	if scheds != nil {
-		b.ReportMetric(perPkt(count(b, scheds)-scheds0), "scheds/pkt")
-	}
-	if fast != nil {
-		b.ReportMetric(perPkt(deferred(b, fast)-deferred0), "deferred/pkt")
-	}
-	if softirqs {
-		b.ReportMetric(perPkt(runs1-runs0), "txruns/pkt")
-	}
+	p.report(b, before, p.read(b), s.a.Received)
 	b.Logf("%d senders, %v: %v", n, elapsed.Round(time.Millisecond), s)
+}
+
+// softirqProbes count, around a benchmark, the NET_TX softirq raises (the
+// cost seed 003 removes), the __netif_schedule() calls behind them, and
+// where the kernel has q->defer_list the calls that found it holding a
+// frame; a probe that cannot attach is left out, and the NET_TX softirq
+// runs of /proc/softirqs are always read.
+type softirqProbes struct {
+	raises, scheds *eventCounter
+	fast           *fastPathTracer
+}
+
+// softirqReading is one reading of the probes; a probe left out reads 0.
+type softirqReading struct {
+	raises, scheds, deferred, runs uint64
+}
+
+func attachSoftirqProbes(b *testing.B, r *rig) *softirqProbes {
+	p := &softirqProbes{}
+	var err error
+	if p.raises, err = attachSoftirqRaises(); err != nil {
+		b.Logf("NET_TX raises not counted: %v; /proc/softirqs runs are reported instead", err)
+	} else {
+		b.Cleanup(func() { p.raises.Close() })
+	}
+	if p.scheds, err = attachNetifSchedules(); err != nil {
+		b.Logf("__netif_schedule() calls not counted: %v", err)
+	} else {
+		b.Cleanup(func() { p.scheds.Close() })
+	}
+	if probeDeferList() == nil {
+		if p.fast, err = attachFastPath(r.dev.Attrs().Index); err != nil {
+			b.Logf("calls that found q->defer_list holding a frame not counted: %v", err)
+		} else {
+			b.Cleanup(func() { p.fast.Close() })
+		}
+	}
+	return p
+}
+
+// read reads every probe attached; a nil p reads nothing.
+func (p *softirqProbes) read(b *testing.B) softirqReading {
+	var v softirqReading
+	if p == nil {
+		return v
+	}
+	v.raises, v.scheds = count(b, p.raises), count(b, p.scheds)
+	if p.fast != nil {
+		c, err := p.fast.counts()
+		if err != nil {
+			b.Fatal(err)
+		}
+		v.deferred = c.Locked.Candidates + c.Wake.Candidates
+	}
+	runs, err := netTxRuns()
+	if err != nil {
+		b.Fatal(err)
+	}
+	v.runs = runs
+	return v
+}
+
+// report reports per delivered packet what the probes counted between
+// before and after.
+func (p *softirqProbes) report(b *testing.B, before, after softirqReading, delivered uint64) {
+	if p == nil {
+		return
+	}
+	perPkt := func(d uint64) float64 { return float64(d) / float64(delivered) }
+	if p.raises != nil {
+		b.ReportMetric(perPkt(after.raises-before.raises), "raises/pkt")
+	}
+	if p.scheds != nil {
+		b.ReportMetric(perPkt(after.scheds-before.scheds), "scheds/pkt")
+	}
+	if p.fast != nil {
+		b.ReportMetric(perPkt(after.deferred-before.deferred), "deferred/pkt")
+	}
+	b.ReportMetric(perPkt(after.runs-before.runs), "txruns/pkt")
 }
 
 // count reads c, or returns 0 when c is nil (not attached).
@@ -157,17 +197,4 @@ func count(b *testing.B, c *eventCounter) uint64 {
 		b.Fatal(err)
 	}
 	return v
-}
-
-// deferred reads how many calls found q->defer_list non-empty, or returns 0
-// when t is nil (not attached).
-func deferred(b *testing.B, t *fastPathTracer) uint64 {
-	if t == nil {
-		return 0
-	}
-	c, err := t.counts()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c.Locked.Candidates + c.Wake.Candidates
 }

@@ -82,35 +82,41 @@ func startLoad(tb testing.TB, r *rig, o loadOpts) *load {
 		go func() {
 			defer l.wg.Done()
 			defer s.Close()
-			// One OS thread per sender: N senders contend for the qdisc
-			// lock from N threads, which is what seed 003 is about.
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			for ctx.Err() == nil {
-				n := l.claim(batch)
-				if n == 0 {
-					return
-				}
-				res, err := s.Send(n)
-				l.handed.Add(res.Sent + res.Refused)
-				// Frames Send did not get to go back to the budget.
-				if left := uint64(n) - res.Sent - res.Refused; left > 0 {
-					l.budget.Add(int64(left))
-				}
-				switch {
-				case err == nil:
-				case o.tolerateDown && errors.Is(err, unix.ENETDOWN):
-					l.down.Add(1)
-				default:
-					l.fail(err)
-					return
-				}
-			}
+			l.send(ctx, s, o.tolerateDown)
 		}()
 	}
 	go func() { l.wg.Wait(); close(l.done) }()
 	tb.Cleanup(func() { l.stop() })
 	return l
+}
+
+// send hands frames to s until ctx ends, the budget is spent or a send
+// fails (ENETDOWN goes on where tolerateDown).
+func (l *load) send(ctx context.Context, s *traffic.Sender, tolerateDown bool) {
+	// One OS thread per sender: N senders contend for the qdisc lock from
+	// N threads, which is what seed 003 is about.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for ctx.Err() == nil {
+		n := l.claim(batch)
+		if n == 0 {
+			return
+		}
+		res, err := s.Send(n)
+		l.handed.Add(res.Sent + res.Refused)
+		// Frames Send did not get to go back to the budget.
+		if left := uint64(n) - res.Sent - res.Refused; left > 0 {
+			l.budget.Add(int64(left))
+		}
+		switch {
+		case err == nil:
+		case tolerateDown && errors.Is(err, unix.ENETDOWN):
+			l.down.Add(1)
+		default:
+			l.fail(err)
+			return
+		}
+	}
 }
 
 func (l *load) claim(n int) int {
