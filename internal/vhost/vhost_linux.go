@@ -62,31 +62,42 @@ func (n *Net) setup(l Layout, cfg Config) error {
 	if err := nopreempt.Do(func() error { return n.ioctl(ioctlSetOwner, nil, "VHOST_SET_OWNER") }); err != nil {
 		return err
 	}
-	var have uint64
-	if err := n.ioctl(ioctlGetFeatures, unsafe.Pointer(&have), "VHOST_GET_FEATURES"); err != nil {
-		return err
-	}
-	if have&FeatureVersion1 == 0 {
-		return fmt.Errorf("vhost-net offers features %#x without VIRTIO_F_VERSION_1: the 12-byte header needs it", have)
-	}
-	want := FeatureVersion1 | cfg.Features
-	if missing := want &^ have; missing != 0 {
-		return fmt.Errorf("vhost-net offers features %#x without %#x", have, missing)
-	}
-	if err := n.ioctl(ioctlSetFeatures, unsafe.Pointer(&want), "VHOST_SET_FEATURES"); err != nil {
+	want, err := n.negotiate(cfg.Features)
+	if err != nil {
 		return err
 	}
 	if want&FeatureMrgRxBuf != 0 {
 		n.merge = &merger{}
 	}
+	return n.setupMemory(l, cfg.BufSize, want)
+}
 
-	// The region: RX ring, TX ring, RX buffers, TX buffers, and with
-	// FeatureIndirect the RX and TX indirect tables, each page aligned.
-	bufSize := cfg.BufSize
+// negotiate sets VIRTIO_F_VERSION_1 and features, which vhost must offer,
+// and returns what it set.
+func (n *Net) negotiate(features uint64) (uint64, error) {
+	var have uint64
+	if err := n.ioctl(ioctlGetFeatures, unsafe.Pointer(&have), "VHOST_GET_FEATURES"); err != nil {
+		return 0, err
+	}
+	if have&FeatureVersion1 == 0 {
+		return 0, fmt.Errorf("vhost-net offers features %#x without VIRTIO_F_VERSION_1: the 12-byte header needs it", have)
+	}
+	want := FeatureVersion1 | features
+	if missing := want &^ have; missing != 0 {
+		return 0, fmt.Errorf("vhost-net offers features %#x without %#x", have, missing)
+	}
+	return want, n.ioctl(ioctlSetFeatures, unsafe.Pointer(&want), "VHOST_SET_FEATURES")
+}
+
+// setupMemory maps the device's one memory region, tells vhost about it and
+// places both virtqueues in it. The region holds the RX ring, the TX ring,
+// the RX buffers, the TX buffers, and with FeatureIndirect the RX and TX
+// indirect tables, each page aligned.
+func (n *Net) setupMemory(l Layout, bufSize int, features uint64) error {
 	ringSize := alignUp(l.Size, ringAlign)
 	bufsSize := alignUp(l.Num*bufSize, ringAlign)
 	tablesSize := 0
-	if want&FeatureIndirect != 0 {
+	if features&FeatureIndirect != 0 {
 		tablesSize = alignUp(l.Num*indirectSize, ringAlign)
 	}
 	size := 2*ringSize + 2*bufsSize + 2*tablesSize
@@ -100,13 +111,14 @@ func (n *Net) setup(l Layout, cfg Config) error {
 	if err := n.ioctl(ioctlSetMemTable, unsafe.Pointer(&mem), "VHOST_SET_MEM_TABLE"); err != nil {
 		return err
 	}
+	rings := [2]**Ring{&n.RX, &n.TX}
 	for _, q := range []int{QueueRX, QueueTX} {
 		ringOff, bufOff := q*ringSize, 2*ringSize+q*bufsSize
 		r, err := newRing(l, region[ringOff:ringOff+ringSize], region[bufOff:bufOff+bufsSize], bufSize, base+uint64(bufOff))
 		if err != nil {
 			return err
 		}
-		r.eventIdx = want&FeatureEventIdx != 0
+		r.eventIdx = features&FeatureEventIdx != 0
 		if tablesSize > 0 {
 			off := 2*ringSize + 2*bufsSize + q*tablesSize
 			r.indirect, r.indirectAddr = region[off:off+tablesSize], base+uint64(off)
@@ -114,11 +126,7 @@ func (n *Net) setup(l Layout, cfg Config) error {
 		if err := n.setupQueue(q, r, base+uint64(ringOff)); err != nil {
 			return err
 		}
-		if q == QueueRX {
-			n.RX = r
-		} else {
-			n.TX = r
-		}
+		*rings[q] = r
 	}
 	return nil
 }
