@@ -65,73 +65,94 @@ func TestBackpressure(t *testing.T) {
 // tapModel after every step.
 func slowGuest(t *testing.T, s setup) {
 	r := newRig(t, s)
-	g := r.guests[0]
+	run := fillStopped(t, r)
+	for step := 0; run.m.left() > 0; step++ {
+		run.step(t, step)
+	}
+	feature.Shows(t, feature.Seed000Vhost, fmt.Sprintf("ring %d: the full ring stopped the queue and vhost's consumption woke it where tun's rule says, every step: handed %v", r.ring, run.handed))
+	a := account(run.sent, run.rv.got, run.st)
+	assert.Assert(t, a.Balanced(), "%v", a)
+	assert.Equal(t, run.rv.got, run.sent-run.st.Qdisc.Drops, "%v", a)
+	if s.qdisc == qdiscPfifo {
+		assert.Equal(t, run.st.Qdisc.Drops, uint64(0), "pfifo (limit %d) drops nothing: %v", bigFIFO, a)
+	}
+}
+
+// slowRun is a slowGuest run: the kernel's state after the last step, the
+// model's, and what the qdisc handed to the ring after each step.
+type slowRun struct {
+	r      *rig
+	m      *tapModel
+	rv     *receiver
+	sent   uint64
+	st     state
+	handed []int64
+}
+
+// fillStopped sends enough frames for three wakes and a last, partial
+// refill with vhost detached, and checks the full ring stopped the queue
+// instead of dropping: the ring full, the rest in the qdisc.
+func fillStopped(t *testing.T, r *rig) *slowRun {
 	size := r.ring
-	// Enough frames for three wakes and a last, partial refill.
 	wakeStep := max(size/2, min(size, guest.Batch))
-	n := size + 3*wakeStep + wakeStep/2
-	sent := sendAll(t, r.sender(0), n)
+	sent := sendAll(t, r.sender(0), size+3*wakeStep+wakeStep/2)
 	r.waitState("a full ring and a stopped queue", func(s state) bool { return inDevice(sent, 0, s) <= int64(size) })
 	st := r.steady()
-	a := account(sent, 0, st)
-	a.InDevice = uint64(inDevice(sent, 0, st))
+	a := accountInFlight(sent, 0, st)
 	t.Logf("before vhost attaches: %v", a)
 	assert.Equal(t, st.Link.TxDropped, uint64(0), "a full ring stops the queue instead of dropping; %v", a)
 	assert.Equal(t, a.InDevice, uint64(size), "the ring (%d) is full; %v", size, a)
 	assert.Assert(t, st.Qdisc.Qlen > 0, "the backlog is in the qdisc; %v", a)
+	return &slowRun{r: r, m: newTapModel(size, int(st.Qdisc.Qlen), r.bufs), rv: r.receiver(false), sent: sent, st: st}
+}
 
-	m := newTapModel(size, int(st.Qdisc.Qlen), r.bufs)
-	rv := r.receiver(false)
-	var handed []int64 // frames the qdisc handed to the ring after each step
-	for step := 0; m.left() > 0; step++ {
-		k := r.bufs * min(guest.Batch, size)
-		if step == 0 {
-			r.attach(0)
-			k = r.bufs
-		}
-		delivered, err := m.post(k)
-		assert.NilError(t, err, "step %d", step)
-		why := fmt.Sprintf("step %d, %d guest buffers: %s", step, k, m.expect())
-		want := rv.got + uint64(delivered)
-		r.receive(g, rv, k, func(rv *receiver) bool { return rv.got >= want })
-
-		prev := st
-		woke := m.woken
-		if woke {
-			free := int64(m.size - m.ring)
-			last, err := counters.WaitFor(r.ctx, wait, r.state, func(s state) bool {
-				return s.Qdisc.Qlen == 0 || fromQdisc(prev, s) >= free
-			})
-			if err != nil {
-				a := account(sent, rv.got, last)
-				a.InDevice = uint64(inDevice(sent, rv.got, last))
-				t.Fatalf("%s\nseen: the qdisc handed %d frames to the ring within %v; %v\n%v", why, fromQdisc(prev, last), wait, last, a)
-			}
-		}
-		st = r.steady()
-		var wantHanded int64
-		if woke {
-			wantHanded = int64(m.refill(int(st.Qdisc.Drops - prev.Qdisc.Drops)))
-		}
-		handed = append(handed, fromQdisc(prev, st))
-		a = account(sent, rv.got, st)
-		a.InDevice = uint64(inDevice(sent, rv.got, st))
-		seen := fmt.Sprintf("%s\nseen: %d handed to the ring (qdisc backlog %d → %d, qdisc drops %d → %d); handed after each step so far: %v\n%v",
-			why, handed[step], prev.Qdisc.Qlen, st.Qdisc.Qlen, prev.Qdisc.Drops, st.Qdisc.Drops, handed, a)
-		assert.Equal(t, handed[step], wantHanded, seen)
-		if !woke {
-			assert.Equal(t, st.Qdisc.Drops, prev.Qdisc.Drops, "the qdisc of a stopped queue does not run: %s", seen)
-		}
-		assert.Equal(t, rv.got, want, "frames the guest got: %s", seen)
-		assert.Equal(t, a.InDevice, uint64(m.ring+m.held), "frames in the ring (%d) and in vhost's batch (%d): %s", m.ring, m.held, seen)
-		assert.Equal(t, st.Link.TxDropped, uint64(0), "tun drops nothing with backpressure: %s", seen)
+// step attaches vhost and posts one buffer (step 0), or posts one batch of
+// buffers, and checks the kernel against the model: what the guest got,
+// what the qdisc handed to the ring, what the ring and vhost's batch hold.
+func (run *slowRun) step(t *testing.T, step int) {
+	r, m := run.r, run.m
+	k := r.bufs * min(guest.Batch, m.size)
+	if step == 0 {
+		r.attach(0)
+		k = r.bufs
 	}
-	feature.Shows(t, feature.Seed000Vhost, fmt.Sprintf("ring %d: the full ring stopped the queue and vhost's consumption woke it where tun's rule says, every step: handed %v", size, handed))
-	a = account(sent, rv.got, st)
-	assert.Assert(t, a.Balanced(), "%v", a)
-	assert.Equal(t, rv.got, sent-st.Qdisc.Drops, "%v", a)
-	if s.qdisc == qdiscPfifo {
-		assert.Equal(t, st.Qdisc.Drops, uint64(0), "pfifo (limit %d) drops nothing: %v", bigFIFO, a)
+	delivered, err := m.post(k)
+	assert.NilError(t, err, "step %d", step)
+	why := fmt.Sprintf("step %d, %d guest buffers: %s", step, k, m.expect())
+	want := run.rv.got + uint64(delivered)
+	r.receive(r.guests[0], run.rv, k, func(rv *receiver) bool { return rv.got >= want })
+
+	prev, woke := run.st, m.woken
+	if woke {
+		run.waitRefill(t, why)
+	}
+	st := r.steady()
+	var wantHanded int64
+	if woke {
+		wantHanded = int64(m.refill(int(st.Qdisc.Drops - prev.Qdisc.Drops)))
+	}
+	run.st, run.handed = st, append(run.handed, fromQdisc(prev, st))
+	a := accountInFlight(run.sent, run.rv.got, st)
+	seen := fmt.Sprintf("%s\nseen: %d handed to the ring (qdisc backlog %d → %d, qdisc drops %d → %d); handed after each step so far: %v\n%v",
+		why, run.handed[step], prev.Qdisc.Qlen, st.Qdisc.Qlen, prev.Qdisc.Drops, st.Qdisc.Drops, run.handed, a)
+	assert.Equal(t, run.handed[step], wantHanded, seen)
+	if !woke {
+		assert.Equal(t, st.Qdisc.Drops, prev.Qdisc.Drops, "the qdisc of a stopped queue does not run: %s", seen)
+	}
+	assert.Equal(t, run.rv.got, want, "frames the guest got: %s", seen)
+	assert.Equal(t, a.InDevice, uint64(m.ring+m.held), "frames in the ring (%d) and in vhost's batch (%d): %s", m.ring, m.held, seen)
+	assert.Equal(t, st.Link.TxDropped, uint64(0), "tun drops nothing with backpressure: %s", seen)
+}
+
+// waitRefill waits, after a step the model says woke the queue, until the
+// qdisc handed the ring its free slots or ran empty.
+func (run *slowRun) waitRefill(t *testing.T, why string) {
+	prev, free := run.st, int64(run.m.size-run.m.ring)
+	last, err := counters.WaitFor(run.r.ctx, wait, run.r.state, func(s state) bool {
+		return s.Qdisc.Qlen == 0 || fromQdisc(prev, s) >= free
+	})
+	if err != nil {
+		t.Fatalf("%s\nseen: the qdisc handed %d frames to the ring within %v; %v\n%v", why, fromQdisc(prev, last), wait, last, accountInFlight(run.sent, run.rv.got, last))
 	}
 }
 

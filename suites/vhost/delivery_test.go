@@ -1,7 +1,12 @@
 package vhost
 
 import (
+	"errors"
+	"fmt"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -83,4 +88,43 @@ func TestTransmit(t *testing.T) {
 	}
 	assert.Equal(t, st.Link.RxPackets, uint64(n), "%v; %v", a, st)
 	assert.Equal(t, st.Link.RxDropped, uint64(0), "%v; %v", a, st)
+}
+
+// packetSocket opens an AF_PACKET socket in the namespace that receives the
+// test's frames arriving on the tap (what the guest transmits).
+func (r *rig) packetSocket() int {
+	r.tb.Helper()
+	var fd int
+	err := r.e.Do(func() (err error) {
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(traffic.Htons(traffic.EtherType)))
+		if err != nil {
+			return fmt.Errorf("AF_PACKET socket: %w", err)
+		}
+		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: traffic.Htons(traffic.EtherType), Ifindex: r.link.Attrs().Index})
+	})
+	assert.NilError(r.tb, err)
+	r.tb.Cleanup(func() { unix.Close(fd) })
+	tv := unix.NsecToTimeval((2 * time.Second).Nanoseconds())
+	assert.NilError(r.tb, unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv))
+	return fd
+}
+
+// recvFrames receives up to n incoming frames from packet socket fd,
+// stopping when none comes for the socket's timeout.
+func recvFrames(tb testing.TB, fd, n int) [][]byte {
+	tb.Helper()
+	var frames [][]byte
+	buf := make([]byte, 65536)
+	for len(frames) < n {
+		m, from, err := unix.Recvfrom(fd, buf, 0)
+		if errors.Is(err, unix.EAGAIN) {
+			break
+		}
+		assert.NilError(tb, err, "recvfrom")
+		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
+			continue
+		}
+		frames = append(frames, append([]byte(nil), buf[:m]...))
+	}
+	return frames
 }

@@ -1,10 +1,8 @@
 package vhost
 
 import (
-	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -18,16 +16,12 @@ import (
 	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
 )
 
-// teardownBacklog is how many frames each teardown finds in the qdisc of
-// the stopped queue, beyond the ring's.
-const teardownBacklog = 64
-
 // teardownSetup is the rig every teardown starts from: IFF_BACKPRESSURE, a
 // pfifo, the guest attached by the test once the queue has stopped.
 var teardownSetup = setup{backpressure: true, qdisc: qdiscPfifo, lateBackend: true}
 
 // TestTeardown tears vhost-net and its tap apart while the tap's queue is
-// stopped (IFF_BACKPRESSURE, a ring of 256 full, teardownBacklog frames in
+// stopped (IFF_BACKPRESSURE, a ring of 256 full, stoppedBacklog frames in
 // the qdisc) and vhost holds a batch (it took 64 from the full ring, too
 // few to wake the queue, and the guest got the first: 63 held), five ways,
 // each teardownRounds times in one namespace, every step bounded by wait:
@@ -88,67 +82,6 @@ func requireTeardown(t *testing.T) {
 	dropmon.RequireReasons(t)
 }
 
-// stopped is a rig whose queue stopped with a batch in vhost, as a
-// teardown finds it.
-type stopped struct {
-	r     *rig
-	freed *dropmon.Freed
-	rv    *receiver
-	sent  uint64
-	// m says where the frames the guest has not got are: in the ring, in
-	// vhost's batch, in the qdisc.
-	m *tapModel
-}
-
-// stop brings r (built from teardownSetup) to a stopped queue with a batch
-// in vhost (stopWithBatch), sending with snd, and checks it stays there as
-// tapModel says: vhost took a batch of 64 from the full ring (too few to
-// wake the queue) and the guest got the first, so the ring holds 192,
-// vhost's batch 63, the qdisc teardownBacklog; nothing dropped, nothing
-// freed.
-func stop(t *testing.T, r *rig, snd *traffic.Sender) *stopped {
-	t.Helper()
-	freed := r.freed()
-	sent, rv := r.stopWithBatch(snd, r.ring+teardownBacklog)
-	m := newTapModel(r.ring, teardownBacklog, 1)
-	_, err := m.post(1)
-	assert.NilError(t, err)
-	s := &stopped{r: r, freed: freed, rv: rv, sent: sent, m: m}
-	s.holdStopped("vhost took its batch", 0)
-	st := r.mustState()
-	l := account(sent, rv.got, st)
-	l.InDevice = uint64(inDevice(sent, rv.got, st))
-	assert.Assert(t, l.InDevice == uint64(m.ring+m.held), "the ring (%d) and vhost's batch (%d) hold all but the frames the guest got and the qdisc's; %v", m.ring, m.held, l)
-	return s
-}
-
-// holdStopped checks, for holdFor, that nothing moves after what: the
-// queue stays stopped with the qdisc's backlog, nothing is dropped, and
-// exactly freed frames were freed on the tap.
-func (s *stopped) holdStopped(what string, freed uint64) {
-	t := s.r.tb
-	t.Helper()
-	counters.Hold(t, holdFor, what, func() error {
-		st := s.r.mustState()
-		f, err := s.freed.Count()
-		if err == nil && !(st.Qdisc.Qlen == uint64(s.m.backlog) && st.Link.TxDropped == 0 && st.Qdisc.Drops == 0 && f.N == freed) {
-			err = fmt.Errorf("want the queue stopped with %d in the qdisc, nothing dropped, %d freed; %v; %v; %v", s.m.backlog, freed, st, f, s.queued())
-		}
-		return err
-	})
-}
-
-// queued is the ledger while the tap is there: what tapModel says is in
-// the ring and vhost's batch (in device) and in the qdisc.
-func (s *stopped) queued() counters.Accounting {
-	return counters.Accounting{
-		Sent:         s.sent,
-		Received:     s.rv.got,
-		InDevice:     uint64(s.m.ring + s.m.held),
-		QdiscBacklog: uint64(s.m.backlog),
-	}
-}
-
 // ledger is the ledger once the tap is gone: vhost still holds held frames
 // of its batch, and the rest of what tapModel says the test left in the
 // ring, vhost's batch and the qdisc is uncounted, freed for why.
@@ -171,7 +104,7 @@ func (s *stopped) ledger(why string, held int) counters.Accounting {
 // takes the device with it.
 func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.Net) error) {
 	r := newRigIn(t, e, teardownSetup)
-	s := stop(t, r, r.sender(0))
+	s := stop(t, r, 0, r.sender(0))
 	counters.Bounded(t, wait, what, func() error { return release(r.guests[0]) })
 	s.holdStopped(what, 0)
 
@@ -187,7 +120,7 @@ func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.
 // tun_chr_close purges the ring and unregisters the device.
 func closeQueue(t *testing.T, e *netenv.Env) {
 	r := newRigIn(t, e, teardownSetup)
-	s := stop(t, r, r.sender(0))
+	s := stop(t, r, 0, r.sender(0))
 	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
 	s.holdStopped("close the queue file vhost holds (the tap still there)", 0)
 
@@ -203,7 +136,7 @@ func closeQueue(t *testing.T, e *netenv.Env) {
 // vhost's batch outlives the device (batchOutlives).
 func deleteLink(t *testing.T, e *netenv.Env) {
 	r := newRigIn(t, e, teardownSetup)
-	s := stop(t, r, r.sender(0))
+	s := stop(t, r, 0, r.sender(0))
 	link := r.link
 	counters.Bounded(t, wait, "RTM_DELLINK "+tapName, func() error { return r.e.Handle.LinkDel(link) })
 	r.linkGone()
@@ -276,7 +209,7 @@ func deleteNetns(t *testing.T, home *netenv.Env) {
 	}))
 	closeSender := sync.OnceValue(snd.Close)
 	t.Cleanup(func() { closeSender() })
-	s := stop(t, r, snd)
+	s := stop(t, r, 0, snd)
 
 	assert.NilError(t, closeSender())
 	kill()
@@ -296,23 +229,5 @@ func deleteNetns(t *testing.T, home *netenv.Env) {
 	assert.Check(t, is.DeepEqual(s.rv.seqs, seqRange(0, want)), "the guest gets the frames from the first, in order, none twice")
 }
 
-// linkGone checks that the tap is no longer in r.e.
-func (r *rig) linkGone() {
-	r.tb.Helper()
-	_, err := r.e.Handle.LinkByName(tapName)
-	assert.Check(r.tb, err != nil, "%s is still there after the teardown", tapName)
-}
-
 // teardownRounds is how many times each teardown runs (counters.Rounds).
 const teardownRounds = 3
-
-// holdFor is how long a state must stay unchanged to count as "nothing
-// moved" (a stopped queue, no frame freed). Softirq latency is
-// microseconds; 200 ms is three orders of magnitude more.
-const holdFor = 200 * time.Millisecond
-
-// freed starts counting the frames freed with kfree_skb on the rig's tap.
-func (r *rig) freed() *dropmon.Freed {
-	r.tb.Helper()
-	return dropmon.WatchFreed(r.tb, r.e.NS, r.link.Attrs().Index)
-}

@@ -1,0 +1,102 @@
+package vhost
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+)
+
+const (
+	tapName = "xvtap0"
+	// ring is the tap's txqueuelen unless a setup says otherwise: the size
+	// of each queue's ptr_ring.
+	ring = 256
+	// guestQueue is the size of the guest's RX virtqueue.
+	guestQueue = 256
+	// ringSlack is how many slots of a ptr_ring of this size a consumer may
+	// have taken without the producer seeing them free yet: ptr_ring zeroes
+	// consumed slots in batches of SMP_CACHE_BYTES*2/sizeof(void *) = 16
+	// (__ptr_ring_discard_one), so a "full" ring holds at least ring-15.
+	ringSlack = 15
+	// bigFIFO is the pfifo limit of the backpressure tests: large enough
+	// that the qdisc never drops what they send.
+	bigFIFO = 100000
+	// wait bounds every wait of the suite on a slow (TCG) guest.
+	wait = 20 * time.Second
+	// holdFor is how long a state must stay unchanged to count as "nothing
+	// moved" (a stopped queue, no frame freed): a softirq takes
+	// microseconds.
+	holdFor = 200 * time.Millisecond
+	// mrgBufSize is the size of mergeable receive buffers: smaller than the
+	// header and a frame (12 + 60 bytes), so every frame takes two.
+	mrgBufSize = 40
+)
+
+// virtioVariants are the guest configurations the tests run with besides
+// the default (VIRTIO_F_VERSION_1 only): event indexes, indirect
+// descriptors, mergeable receive buffers.
+var virtioVariants = []guest.Config{
+	{Features: guest.FeatureEventIdx},
+	{Features: guest.FeatureIndirect},
+	{Features: guest.FeatureMrgRxBuf, BufSize: mrgBufSize},
+}
+
+// virtioAll is every feature of virtioVariants at once.
+var virtioAll = guest.Config{Features: guest.FeatureEventIdx | guest.FeatureIndirect | guest.FeatureMrgRxBuf, BufSize: mrgBufSize}
+
+// Qdiscs at the root of the tap.
+const (
+	qdiscDefault = ""         // what the kernel gives a tap: pfifo_fast, or mq of pfifo_fast
+	qdiscPfifo   = "pfifo"    // pfifo limit bigFIFO
+	qdiscFqCodel = "fq_codel" // fq_codel with its defaults (limit 10240)
+)
+
+// setup says how to build a rig.
+type setup struct {
+	backpressure bool   // open the tap with IFF_BACKPRESSURE (probed; skips where missing)
+	qdisc        string // root qdisc, one of the qdisc* constants
+	queues       int    // tap queues, each with its own guest; 0 means 1
+	ring         int    // the tap's txqueuelen (ptr_ring size); 0 means ring
+	// virtio is the guests' features and buffer size (the queue size is
+	// guestQueue).
+	virtio      guest.Config
+	lateBackend bool // leave the guests detached: the test calls attach
+}
+
+func (s setup) String() string {
+	mode := "stock"
+	if s.backpressure {
+		mode = "backpressure"
+	}
+	q := s.qdisc
+	if q == "" {
+		q = "default"
+	}
+	if s.ring != 0 {
+		q += fmt.Sprintf("_ring%d", s.ring)
+	}
+	for _, f := range []struct {
+		bit  uint64
+		name string
+	}{{guest.FeatureEventIdx, "eventidx"}, {guest.FeatureIndirect, "indirect"}, {guest.FeatureMrgRxBuf, "mrgrxbuf"}} {
+		if s.virtio.Features&f.bit != 0 {
+			q += "_" + f.name
+		}
+	}
+	if s.virtio.BufSize != 0 {
+		q += fmt.Sprintf("_buf%d", s.virtio.BufSize)
+	}
+	return mode + "_" + q
+}
+
+// bufsPerFrame is how many receive buffers a frame takes in the guest: more
+// than one only with mergeable buffers smaller than the header and a frame.
+func (s setup) bufsPerFrame() int {
+	size := s.virtio.BufSize
+	if s.virtio.Features&guest.FeatureMrgRxBuf == 0 || size == 0 {
+		return 1
+	}
+	return (guest.HdrLen + traffic.FrameLen + size - 1) / size
+}
