@@ -35,9 +35,10 @@ func noGuestBuffers(t *testing.T, s setup) {
 	sent := sendAll(t, r.sender(0), n)
 	// Wait until every frame is either dropped or in the device: the
 	// qdisc is empty and the device holds at most a ring and a batch.
-	st := r.waitState("tun tail-drop", func(s state) bool {
+	r.waitState("tun tail-drop", func(s state) bool {
 		return s.Qdisc.Qlen == 0 && inDevice(sent, 0, s) <= ring+guest.Batch
 	})
+	st := r.steady()
 	held := inDevice(sent, 0, st)
 	a := account(sent, 0, st)
 	a.InDevice = uint64(held)

@@ -38,8 +38,8 @@ func (r *rig) stopWithBatch(q int, snd *traffic.Sender, n int) batchStop {
 	t := r.tb
 	t.Helper()
 	sent := sendAll(t, snd, n)
-	st := r.waitState("a full ring and a stopped queue", func(s state) bool { return s.Qdisc.Qlen+uint64(r.ring) >= sent })
-	a := account(sent, 0, st)
+	r.waitState("a full ring and a stopped queue", func(s state) bool { return inDevice(sent, 0, s) >= int64(r.ring) })
+	a := account(sent, 0, r.steady())
 	a.InDevice = uint64(r.ring)
 	assert.Assert(t, a.Balanced(), "the ring holds %d, the qdisc the rest: %v", r.ring, a)
 	r.attach(q)

@@ -28,9 +28,10 @@ func twoQueues(t *testing.T, s setup) {
 	r := newRig(t, s)
 	r.steerByStream()
 	sent0 := sendAll(t, r.sender(0), ring+guest.Batch+100)
-	st0 := r.waitState("queue 0 full", func(st state) bool {
+	r.waitState("queue 0 full", func(st state) bool {
 		return st.Qdisc.Qlen+st.Link.TxDropped+ring+guest.Batch >= sent0
 	})
+	st0 := r.steady()
 	if s.backpressure {
 		assert.Equal(t, st0.Link.TxDropped, uint64(0), "%v", accountInFlight(sent0, 0, st0))
 	}
