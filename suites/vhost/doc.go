@@ -9,8 +9,9 @@
 // Where to look:
 //   - wakerule_test.go: tapModel, the rule and vhost's batches step by step;
 //     backpressure_test.go holds the kernel to it after every batch.
-//   - detach_test.go, twoqueues_test.go: taking vhost away from a stopped
-//     txq, or stopping a sibling queue, never leaves a txq stopped for good.
+//   - detach_test.go, reattach_test.go, twoqueues_test.go: taking vhost or a
+//     queue file away from a stopped txq, or stopping a sibling queue, never
+//     leaves a txq stopped for good.
 //   - teardown_test.go: vhost and the tap torn apart while stopped free
 //     every frame exactly once.
 //   - stock_test.go, delivery_test.go: what any kernel with vhost-net does

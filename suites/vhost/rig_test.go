@@ -131,6 +131,8 @@ func (r *rig) configure(qdisc string) {
 	switch qdisc {
 	case qdiscPfifo:
 		e.Pfifo(tb, l, bigFIFO)
+	case qdiscMqPfifo:
+		e.MqPfifo(tb, l, len(r.taps), bigFIFO)
 	case qdiscFqCodel:
 		feature.Require(tb, e.FqCodel(l))
 	}

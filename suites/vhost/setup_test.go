@@ -51,6 +51,9 @@ const (
 	qdiscDefault = ""         // what the kernel gives a tap: pfifo_fast, or mq of pfifo_fast
 	qdiscPfifo   = "pfifo"    // pfifo limit bigFIFO
 	qdiscFqCodel = "fq_codel" // fq_codel with its defaults (limit 10240)
+	// qdiscMqPfifo is an mq whose class 1:i+1 has a pfifo limit bigFIFO
+	// for tx queue i, so each queue's backlog can be read on its own.
+	qdiscMqPfifo = "mq_pfifo"
 )
 
 // setup says how to build a rig.

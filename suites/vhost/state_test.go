@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
@@ -33,6 +34,11 @@ func (r *rig) mustState() state {
 	s, err := r.state()
 	assert.NilError(r.tb, err)
 	return s
+}
+
+// txq reads the qdisc of tx queue i under a qdiscMqPfifo root.
+func (r *rig) txq(i int) (counters.Qdisc, error) {
+	return counters.ReadQdisc(r.e, tapName, netlink.MakeHandle(1, uint16(i+1)))
 }
 
 // steadyWindow is how long the tap's counters must stay still for steady
