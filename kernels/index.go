@@ -2,21 +2,17 @@ package kernels
 
 import (
 	"bufio"
-	"compress/gzip"
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"regexp"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
 )
 
-// pkg is one stanza of a Debian Packages index, the fields resolution needs.
+// pkg is one Debian package as apt will download it.
 type pkg struct {
 	Name     string
 	Version  string
@@ -39,159 +35,167 @@ type choice struct {
 // debs lists the packages to download, image first.
 func (c choice) debs() []pkg { return append([]pkg{c.Image}, c.Companions...) }
 
-// pick chooses the newest package of the series among a suite's packages
-// (by Debian version order), and for the split packaging its companions.
-func (s series) pick(pkgs []pkg) (choice, error) {
+// companions are the names of the split packaging's other packages of a
+// release.
+func companions(release string) []string {
+	return []string{"linux-modules-" + release, "linux-base-" + release}
+}
+
+// pick asks apt for the newest package of the series in a's suite: of the
+// names apt knows (apt-cache pkgnames) those the image pattern accepts, each
+// one's candidate (apt-cache policy), the newest of those in dpkg's order,
+// and for the split packaging its companions of the same version. Each ABI
+// is a package of its own, so apt's candidate choice alone cannot pick one.
+// apt-cache show gives the files; apt-get --print-uris would too, at twice
+// the cost (it computes every package's candidate first).
+func (s series) pick(ctx context.Context, a aptState) (choice, error) {
 	re := s.imagePattern()
-	var best choice
-	found := false
-	for _, p := range pkgs {
-		m := re.FindStringSubmatch(p.Name)
-		if m == nil || (found && compareVersions(p.Version, best.Image.Version) <= 0) {
+	out, err := a.run(ctx, "apt-cache", "", "pkgnames", s.imagePrefix())
+	if err != nil {
+		return choice{}, err
+	}
+	release := map[string]string{}
+	var images, names []string
+	for _, name := range strings.Fields(string(out)) {
+		if m := re.FindStringSubmatch(name); m != nil {
+			images = append(images, name)
+			release[name] = m[1] + "-" + s.flavour
+			names = append(names, name)
+			if s.split {
+				names = append(names, companions(release[name])...)
+			}
+		}
+	}
+	slices.Sort(images)
+	candidates, err := a.candidates(ctx, names)
+	if err != nil {
+		return choice{}, err
+	}
+	name, err := newest(ctx, images, candidates)
+	if err != nil {
+		return choice{}, err
+	}
+	best := choice{Image: pkg{Name: name, Version: candidates[name]}, Release: release[name]}
+	if name == "" {
+		return choice{}, fmt.Errorf("no %s package in %s's index (want one matching %s): the mirror may have dropped the series; run `xmitcheck kernels` for the catalog", s.Name, a.suite, re)
+	}
+	if s.split {
+		for _, want := range companions(best.Release) {
+			if candidates[want] != best.Image.Version {
+				return choice{}, fmt.Errorf("%s %s has no %s of the same version in %s's index: the mirror is mid-update, try again later", best.Image.Name, best.Image.Version, want, a.suite)
+			}
+			best.Companions = append(best.Companions, pkg{Name: want, Version: best.Image.Version})
+		}
+	}
+	debs, err := a.files(ctx, best.debs())
+	if err != nil {
+		return choice{}, err
+	}
+	best.Image, best.Companions = debs[0], debs[1:]
+	return best, nil
+}
+
+// imagePrefix is what every image package name of the series starts with.
+func (s series) imagePrefix() string {
+	if s.split {
+		return "linux-binary-unsigned-" + s.upstream + "."
+	}
+	return "linux-image-" + s.upstream + "."
+}
+
+// newest returns the name whose candidate is the newest version in dpkg's
+// order, "" when none has a candidate.
+func newest(ctx context.Context, names []string, candidates map[string]string) (string, error) {
+	best := ""
+	for _, name := range names {
+		v, ok := candidates[name]
+		if !ok {
 			continue
 		}
-		best, found = choice{Image: p, Release: m[1] + "-" + s.flavour}, true
-	}
-	if !found {
-		return choice{}, fmt.Errorf("no %s package in %s's index (want one matching %s): the mirror may have dropped the series; run `xmitcheck kernels` for the catalog", s.Name, s.Suite, re)
-	}
-	if !s.split {
-		return best, nil
-	}
-	for _, want := range []string{"linux-modules-" + best.Release, "linux-base-" + best.Release} {
-		i := slices.IndexFunc(pkgs, func(p pkg) bool { return p.Name == want && p.Version == best.Image.Version })
-		if i < 0 {
-			return choice{}, fmt.Errorf("%s %s has no %s of the same version in %s's index: the mirror is mid-update, try again later", best.Image.Name, best.Image.Version, want, s.Suite)
+		if best != "" {
+			newer, err := newerVersion(ctx, v, candidates[best])
+			if err != nil {
+				return "", err
+			}
+			if !newer {
+				continue
+			}
 		}
-		best.Companions = append(best.Companions, pkgs[i])
+		best = name
 	}
 	return best, nil
 }
 
-// readIndex parses a Packages index (deb822 stanzas) and returns the
-// stanzas whose package name keep accepts.
-func readIndex(r io.Reader, keep func(name string) bool) ([]pkg, error) {
-	var (
-		out  []pkg
-		cur  pkg
-		line int
-	)
-	flush := func() {
-		if cur.Name != "" && keep(cur.Name) {
-			out = append(out, cur)
-		}
-		cur = pkg{}
+// candidates returns the version apt would install of each named package
+// that has one (apt-cache policy).
+func (a aptState) candidates(ctx context.Context, names []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(names) == 0 {
+		return out, nil
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	text, err := a.run(ctx, "apt-cache", "", "policy", names...)
+	if err != nil {
+		return nil, err
+	}
+	name := ""
+	sc := bufio.NewScanner(bytes.NewReader(text))
 	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if text == "" {
-			flush()
+		line := sc.Text()
+		if n, ok := strings.CutSuffix(line, ":"); ok && !strings.HasPrefix(line, " ") {
+			name = n
 			continue
 		}
-		if text[0] == ' ' || text[0] == '\t' {
-			continue // continuation of a multi-line field
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "Candidate: ")
+		if ok && name != "" && v != "(none)" {
+			out[name] = v
 		}
-		key, value, ok := strings.Cut(text, ":")
-		if !ok {
-			return nil, fmt.Errorf("line %d: %q is not a field", line, text)
-		}
-		value = strings.TrimSpace(value)
-		switch key {
-		case "Package":
-			cur.Name = value
-		case "Version":
-			cur.Version = value
-		case "Filename":
-			cur.Filename = value
-		case "SHA256":
-			cur.SHA256 = value
-		case "Size":
-			n, err := strconv.ParseInt(value, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: Size %q: %w", line, value, err)
+	}
+	return out, sc.Err()
+}
+
+// files fills in each package's Filename, Size and SHA256 from its record
+// (apt-cache show NAME=VERSION), in the order of pkgs.
+func (a aptState) files(ctx context.Context, pkgs []pkg) ([]pkg, error) {
+	text, err := a.run(ctx, "apt-cache", "", "show", pinned(pkgs)...)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(pkgs)
+	for _, record := range strings.Split(string(text), "\n\n") {
+		fields := map[string]string{}
+		for _, line := range strings.Split(record, "\n") {
+			if key, value, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, " ") {
+				fields[key] = value
 			}
-			cur.Size = n
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	flush()
-	return out, nil
-}
-
-// indexFileRE matches apt's name for a suite's main amd64 Packages file in
-// its lists directory (the URI with '/' turned into '_'), compressed or not.
-var indexFileRE = regexp.MustCompile(`_dists_([^_]+)_main_binary-amd64_Packages(\.gz|\.xz|\.zst)?$`)
-
-// loadSuite reads the kernel packages of suite from the Packages files apt
-// left in listsDir.
-func loadSuite(listsDir, suite string) ([]pkg, error) {
-	entries, err := os.ReadDir(listsDir)
-	if err != nil {
-		return nil, err
-	}
-	var out []pkg
-	seen := false
-	for _, e := range entries {
-		m := indexFileRE.FindStringSubmatch(e.Name())
-		if m == nil || m[1] != suite {
+		i := slices.IndexFunc(out, func(p pkg) bool { return p.Name == fields["Package"] && p.Version == fields["Version"] })
+		if i < 0 {
 			continue
 		}
-		seen = true
-		path := filepath.Join(listsDir, e.Name())
-		pkgs, err := readIndexFile(path, m[2])
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+		size, err := strconv.ParseInt(fields["Size"], 10, 64)
+		if err != nil || fields["Filename"] == "" || len(fields["SHA256"]) != 64 {
+			return nil, fmt.Errorf("apt-cache show %s=%s: the record lacks Filename, Size or SHA256", out[i].Name, out[i].Version)
 		}
-		out = append(out, pkgs...)
+		out[i].Filename, out[i].Size, out[i].SHA256 = fields["Filename"], size, fields["SHA256"]
 	}
-	if !seen {
-		return nil, fmt.Errorf("no Packages index for %s in %s", suite, listsDir)
+	for _, p := range out {
+		if p.Filename == "" {
+			return nil, fmt.Errorf("apt-cache show has no record of %s=%s", p.Name, p.Version)
+		}
 	}
 	return out, nil
 }
 
-func readIndexFile(path, ext string) ([]pkg, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// newerVersion says whether Debian version a is newer than b, in dpkg's own
+// order.
+func newerVersion(ctx context.Context, a, b string) (bool, error) {
+	err := exec.CommandContext(ctx, "dpkg", "--compare-versions", a, "gt", b).Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return false, nil
 	}
-	defer f.Close()
-	var r io.Reader = f
-	switch ext {
-	case ".gz":
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, err
-		}
-		r = zr
-	case ".xz":
-		zr, err := xz.NewReader(bufio.NewReader(f))
-		if err != nil {
-			return nil, err
-		}
-		r = zr
-	case ".zst":
-		zr, err := zstd.NewReader(f)
-		if err != nil {
-			return nil, err
-		}
-		defer zr.Close()
-		r = zr
-	}
-	return readIndex(r, isKernelPackage)
-}
-
-// isKernelPackage keeps the stanzas resolution may need; the rest of a
-// 60 MB index is skipped.
-func isKernelPackage(name string) bool {
-	return strings.HasPrefix(name, "linux-image-") ||
-		strings.HasPrefix(name, "linux-binary-unsigned-") ||
-		strings.HasPrefix(name, "linux-modules-") ||
-		strings.HasPrefix(name, "linux-base-") ||
-		strings.HasPrefix(name, "linux-source-")
+	return false, fmt.Errorf("dpkg --compare-versions %s gt %s: %w", a, b, err)
 }

@@ -2,9 +2,14 @@ package kernels
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +18,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 )
 
-// TestPickFromRecordedIndex resolves every catalog name against the
-// recorded Packages indexes in testdata/index.
+// TestPickFromRecordedIndex resolves every catalog name with apt against
+// the recorded Packages indexes in testdata/index.
 func TestPickFromRecordedIndex(t *testing.T) {
 	for _, tc := range []struct {
 		name, image, version, release string
@@ -44,9 +49,7 @@ func TestPickFromRecordedIndex(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, ok := lookupSeries(tc.name)
 			assert.Assert(t, ok)
-			pkgs, err := loadSuite("testdata/index", s.Suite)
-			assert.NilError(t, err)
-			c, err := s.pick(pkgs)
+			c, err := s.pick(context.Background(), recordedState(t, s.Suite))
 			assert.NilError(t, err)
 			assert.Check(t, is.Equal(c.Image.Name, tc.image))
 			assert.Check(t, is.Equal(c.Image.Version, tc.version))
@@ -70,9 +73,8 @@ func TestPickFromRecordedIndex(t *testing.T) {
 // which holds 7.2.6, 7.2.9, 7.2.11 and 7.2.12 (7.2.9 sorts last as a string).
 func TestPickSplitNewestOfSeveral(t *testing.T) {
 	s := series{Entry: Entry{Name: "test:7.2", Suite: "trixie-backports"}, upstream: "7.2", flavour: "amd64", split: true}
-	pkgs, err := loadSuite("testdata/index", s.Suite)
-	assert.NilError(t, err)
-	c, err := s.pick(pkgs)
+	a := recordedState(t, s.Suite)
+	c, err := s.pick(context.Background(), a)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(c.Image.Name, "linux-binary-unsigned-7.2.12+deb13-amd64"))
 	assert.Check(t, is.Equal(c.Image.Version, "7.2.12-1~bpo13+1"))
@@ -80,46 +82,87 @@ func TestPickSplitNewestOfSeveral(t *testing.T) {
 
 	// The recorded SHA256 and size of the 7.3 image, as the index has them.
 	s73, _ := lookupSeries("debian:7.3")
-	c73, err := s73.pick(pkgs)
+	c73, err := s73.pick(context.Background(), a)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(c73.Image.SHA256, "f7192653d0b077ddb7059842822a9f4dc28395ec9e5fd2fc31064cc3b1ed3edb"))
 	assert.Check(t, is.Equal(c73.Image.Size, int64(14136960)))
 }
 
 func TestPickErrors(t *testing.T) {
+	ctx := context.Background()
 	s73, _ := lookupSeries("debian:7.3")
-	pkgs, err := loadSuite("testdata/index", s73.Suite)
-	assert.NilError(t, err)
-
-	var noBase []pkg
-	for _, p := range pkgs {
-		if !strings.HasPrefix(p.Name, "linux-base-7.3.4+deb13-amd64") {
-			noBase = append(noBase, p)
-		}
-	}
-	_, err = s73.pick(noBase)
+	_, err := s73.pick(ctx, recordedState(t, "trixie-backports", "linux-base-7.3.4+deb13-amd64"))
 	assert.ErrorContains(t, err, "has no linux-base-7.3.4+deb13-amd64 of the same version")
 
-	// bookworm has no 7.3 at all.
-	bookworm, err := loadSuite("testdata/index", "bookworm")
-	assert.NilError(t, err)
-	_, err = s73.pick(bookworm)
-	assert.ErrorContains(t, err, "no debian:7.3 package in trixie-backports's index")
-
-	_, err = loadSuite("testdata/index", "buster")
-	assert.ErrorContains(t, err, "no Packages index for buster")
+	// bookworm has no 7.3 at all; buster has no index.
+	_, err = s73.pick(ctx, recordedState(t, "bookworm"))
+	assert.ErrorContains(t, err, "no debian:7.3 package in bookworm's index")
+	_, err = s73.pick(ctx, recordedState(t, "buster"))
+	assert.ErrorContains(t, err, "no debian:7.3 package in buster's index")
 }
 
-func TestReadIndex(t *testing.T) {
-	in := "Package: a\nVersion: 1\nDescription: x\n continued: not a field\n\nPackage: b\nVersion: 2\nSize: 10\n"
-	pkgs, err := readIndex(strings.NewReader(in), func(string) bool { return true })
-	assert.NilError(t, err)
-	assert.Check(t, is.DeepEqual(pkgs, []pkg{{Name: "a", Version: "1"}, {Name: "b", Version: "2", Size: 10}}))
+func TestNewerVersion(t *testing.T) {
+	needApt(t)
+	for _, tc := range []struct {
+		a, b  string
+		newer bool
+	}{
+		{"6.12.117-1", "6.12.107-1", true},
+		{"7.3.4-1~bpo13+1", "7.3.4-1", false},
+		{"7.2.12-1~bpo13+1", "7.2.9-1~bpo13+1", true},
+		{"7.2.13-1", "7.2.13-1", false},
+	} {
+		got, err := newerVersion(context.Background(), tc.a, tc.b)
+		assert.Check(t, err)
+		assert.Check(t, got == tc.newer, "%s newer than %s: %v", tc.a, tc.b, got)
+	}
+	_, err := newerVersion(context.Background(), "not a version!", "1")
+	assert.Check(t, is.ErrorContains(err, "dpkg --compare-versions"))
+}
 
-	_, err = readIndex(strings.NewReader("Package: a\nno colon here\n"), func(string) bool { return true })
-	assert.ErrorContains(t, err, "line 2")
-	_, err = readIndex(strings.NewReader("Package: a\nSize: ten\n"), func(string) bool { return true })
-	assert.ErrorContains(t, err, "Size")
+// recordedState is a private apt state for suite whose lists are the
+// recorded indexes of testdata/index, without the stanzas of the packages
+// named in drop; apt reads them as they are, nothing is fetched.
+func recordedState(t *testing.T, suite string, drop ...string) aptState {
+	t.Helper()
+	needApt(t)
+	m, err := readMirror("testdata/debian.sources")
+	assert.NilError(t, err)
+	a := aptState{dir: t.TempDir(), suite: suite}
+	assert.NilError(t, a.init(m))
+	paths, err := filepath.Glob("testdata/index/*_dists_" + suite + "_main_binary-amd64_Packages*")
+	assert.NilError(t, err)
+	for _, path := range paths {
+		f, err := os.Open(path)
+		assert.NilError(t, err)
+		defer f.Close()
+		var r io.Reader = f
+		if strings.HasSuffix(path, ".gz") {
+			r, err = gzip.NewReader(f)
+			assert.NilError(t, err)
+		}
+		data, err := io.ReadAll(r)
+		assert.NilError(t, err)
+		var kept []string
+		for _, stanza := range strings.Split(string(data), "\n\n") {
+			name := regexp.MustCompile(`(?m)^Package: (\S+)$`).FindStringSubmatch(stanza)
+			if name == nil || !slices.Contains(drop, name[1]) {
+				kept = append(kept, stanza)
+			}
+		}
+		out := filepath.Join(a.listsDir(), strings.TrimSuffix(filepath.Base(path), ".gz"))
+		assert.NilError(t, os.WriteFile(out, []byte(strings.Join(kept, "\n\n")), 0o644))
+	}
+	return a
+}
+
+func needApt(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"apt-cache", "apt-get", "dpkg"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found (%v): xmitcheck resolves Debian kernels with apt and dpkg", tool, err)
+		}
+	}
 }
 
 func TestReadMirror(t *testing.T) {
@@ -139,15 +182,13 @@ func TestReadMirror(t *testing.T) {
 }
 
 // TestPickFromIndexFreshness: an index younger than an hour is used as is;
-// an older one whose update fails (here: a cancelled context, so nothing
-// reaches the network) is used with a note.
+// an older one whose update fails (here: the machine's source list cannot be
+// read, so nothing reaches the network) is used with a note.
 func TestPickFromIndexFreshness(t *testing.T) {
-	a := aptState{dir: t.TempDir(), suite: "trixie-backports"}
-	const index = "mirror.invalid_debian_dists_trixie-backports_main_binary-amd64_Packages.gz"
-	data, err := os.ReadFile(filepath.Join("testdata/index", index))
-	assert.NilError(t, err)
-	writeFiles(t, a.listsDir(), map[string][]byte{index: data})
+	a := recordedState(t, "trixie-backports")
 	s73, _ := lookupSeries("debian:7.3")
+	defer func(path string) { debianSources = path }(debianSources)
+	debianSources = "testdata/nonexistent.sources"
 
 	assert.NilError(t, os.WriteFile(a.stamp(), nil, 0o644))
 	var progress bytes.Buffer
@@ -158,16 +199,14 @@ func TestPickFromIndexFreshness(t *testing.T) {
 
 	old := time.Now().Add(-2 * time.Hour)
 	assert.NilError(t, os.Chtimes(a.stamp(), old, old))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	c, err = pickFromIndex(ctx, s73, a, &progress)
+	c, err = pickFromIndex(context.Background(), s73, a, &progress)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(c.Image.Version, "7.3.4-1~bpo13+1"))
 	assert.Check(t, is.Contains(progress.String(), "updating the package index of trixie-backports…"))
 	assert.Check(t, is.Contains(progress.String(), "using the older index"))
 
 	// No index at all and no update: the update's error.
-	empty := aptState{dir: t.TempDir(), suite: "trixie-backports"}
-	_, err = pickFromIndex(ctx, s73, empty, nil)
-	assert.Check(t, err != nil)
+	empty := recordedState(t, "buster")
+	_, err = pickFromIndex(context.Background(), s73, empty, nil)
+	assert.Check(t, is.ErrorContains(err, "reading the Debian mirror from testdata/nonexistent.sources"))
 }

@@ -150,24 +150,21 @@ func cachedEntry(final, name string, progress io.Writer) (*Kernel, *manifest, er
 }
 
 // pickFromIndex updates the suite's index when it is older than an hour and
-// picks the newest package of the series from it. A failed update falls
-// back to an older index when there is one.
+// asks apt for the newest package of the series in it. A failed update
+// falls back to the older index when apt finds the series there.
 func pickFromIndex(ctx context.Context, s series, a aptState, progress io.Writer) (choice, error) {
 	if !a.fresh() {
 		note(progress, "updating the package index of %s…", s.Suite)
-		err := updateIndex(ctx, a)
-		if err != nil {
-			if _, lerr := loadSuite(a.listsDir(), s.Suite); lerr != nil {
+		if err := updateIndex(ctx, a); err != nil {
+			c, perr := s.pick(ctx, a)
+			if perr != nil {
 				return choice{}, err
 			}
 			note(progress, "%v: using the older index", err)
+			return c, nil
 		}
 	}
-	pkgs, err := loadSuite(a.listsDir(), s.Suite)
-	if err != nil {
-		return choice{}, err
-	}
-	return s.pick(pkgs)
+	return s.pick(ctx, a)
 }
 
 func updateIndex(ctx context.Context, a aptState) error {
@@ -258,7 +255,7 @@ func checkDeb(dir string, p pkg) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if p.Size != 0 && st.Size() != p.Size {
+	if st.Size() != p.Size {
 		return "", fmt.Errorf("%s is %d bytes, the index says %d: the download is damaged, try again", path, st.Size(), p.Size)
 	}
 	sum, err := fileSHA256(path)

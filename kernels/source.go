@@ -41,29 +41,29 @@ func Source(ctx context.Context, name, dir string, opts Options) (string, error)
 			return "", err
 		}
 	}
-	pkgs, err := loadSuite(a.listsDir(), s.Suite)
+	source := "linux-source-" + s.upstream
+	candidates, err := a.candidates(ctx, []string{source})
 	if err != nil {
 		return "", err
 	}
-	var src *pkg
-	for i, p := range pkgs {
-		if p.Name == "linux-source-"+s.upstream && (src == nil || compareVersions(p.Version, src.Version) > 0) {
-			src = &pkgs[i]
-		}
+	if candidates[source] == "" {
+		return "", fmt.Errorf("%s has no %s package", s.Suite, source)
 	}
-	if src == nil {
-		return "", fmt.Errorf("%s has no linux-source-%s package", s.Suite, s.upstream)
+	debs, err := a.files(ctx, []pkg{{Name: source, Version: candidates[source]}})
+	if err != nil {
+		return "", err
 	}
+	src := debs[0]
 	tmp, err := os.MkdirTemp(dir, ".linux-source-"+s.upstream+".tmp-")
 	if err != nil {
 		return "", fmt.Errorf("unpacking into %s: %w", dir, err)
 	}
 	defer os.RemoveAll(tmp)
 	note(opts.Progress, "fetching %s %s (%d MB)…", src.Name, src.Version, src.Size>>20)
-	if err := a.download(ctx, tmp, []pkg{*src}); err != nil {
+	if err := a.download(ctx, tmp, []pkg{src}); err != nil {
 		return "", err
 	}
-	deb, err := checkDeb(tmp, *src)
+	deb, err := checkDeb(tmp, src)
 	if err != nil {
 		return "", err
 	}
