@@ -70,6 +70,7 @@ func TestBadInputOneLine(t *testing.T) {
 		{"MissingQEMU", []string{"PATH=/nonexistent"}, []string{"run", "--kernel", "debian:7.3"}, "qemu-system-x86_64 not found: run `make deps`"},
 		{"MissingVng", []string{"PATH=/nonexistent"}, []string{"run", "--backend", "vng"}, "vng not found"},
 		{"ExecNoBinary", nil, []string{"exec"}, "exec: no binary given"},
+		{"CloudUnderVng", nil, []string{"run", "--backend", "vng", "--kernel", "debian:7.3-cloud"}, "debian:7.3-cloud cannot boot under virtme-ng"},
 		{"ExecExpect", nil, []string{"exec", "--expect", "003", "x.test"}, "exec: --expect is for run"},
 		{"UnwritableJUnit", nil, []string{"run", "--junit", "/no/such/dir/j.xml"}, "cannot write /no/such/dir/j.xml: no directory /no/such/dir"},
 		{"UnwritableMatrix", nil, []string{"matrix", "--out", "/no/such/dir/m"}, "cannot write /no/such/dir/m"},

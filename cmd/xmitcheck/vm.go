@@ -37,7 +37,7 @@ type vmFlags struct {
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {
-	fs.Var(&v.kernels, "kernel", "kernel to run on, repeatable: debian:5.10|6.1|6.12|7.2|7.3, host, or a path (default "+kernels.DefaultKernel+")")
+	fs.Var(&v.kernels, "kernel", "kernel to run on, repeatable: a catalog name (xmitcheck kernels lists them: debian:7.3, debian:7.3-rt, …), build:NAME, host, or a path (default "+kernels.DefaultKernel+")")
 	fs.StringVar(&v.modules, "modules", "", "modules directory (lib/modules/V) of a kernel given as a bzImage path")
 	fs.StringVar(&v.backend, "backend", "native", "how to boot: native (qemu with xmitcheck as init) or vng (virtme-ng)")
 	fs.StringVar(&v.accel, "accel", "auto", "qemu acceleration: auto (KVM where it works, else TCG), kvm or tcg")
@@ -79,6 +79,9 @@ func (v *vmFlags) check() error {
 		}
 		tool, hint := "qemu-system-x86_64", "install Debian's qemu-system-x86"
 		if v.backend == "vng" {
+			if err := kernels.CheckVng(name); err != nil {
+				return usagef("%v", err)
+			}
 			tool, hint = "vng", "or use --backend native"
 		}
 		if _, err := exec.LookPath(tool); err != nil {
