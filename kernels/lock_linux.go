@@ -40,10 +40,3 @@ func lock(ctx context.Context, path, what string, progress io.Writer) (unlock fu
 		}
 	}
 }
-
-// note prints one progress line when progress is not nil.
-func note(progress io.Writer, format string, args ...any) {
-	if progress != nil {
-		fmt.Fprintf(progress, format+"\n", args...)
-	}
-}
