@@ -23,23 +23,23 @@ func BenchmarkRedirect(b *testing.B) {
 	const perOp, batch = 1 << 16, 64
 	for _, tc := range []struct {
 		name string
-		prog func(*Rig) *ebpf.Program
+		prog func(*rig) *ebpf.Program
 	}{
-		{"Native", func(*Rig) *ebpf.Program { return nil }},
-		{"Native+2ndProg", func(r *Rig) *ebpf.Program { return r.Objs.XdpBenchDevmap }},
+		{"Native", func(*rig) *ebpf.Program { return nil }},
+		{"Native+2ndProg", func(r *rig) *ebpf.Program { return r.objs.XdpBenchDevmap }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			r := NewRig(b, false)
-			feature.Require(b, ProbeLiveFrames(r.Objs.XdpSink))
-			r.SetEntry(b, r.Objs.Devmap, 0, r.Dst[0], tc.prog(r))
+			r := newRig(b, false)
+			feature.Require(b, probeLiveFrames(r.objs.XdpSink))
+			r.setEntry(b, r.objs.Devmap, 0, r.dst[0], tc.prog(r))
 			frame := traffic.Frame([6]byte{2, 0, 0, 0, 0, 1}, 1, 0)
 
 			// Counted from here: the probe's frames may have reached the sink.
-			before := r.Received(b, r.Sink[0])
+			before := r.received(b, r.sink[0])
 			var ops int
 			start := time.Now()
 			for b.Loop() {
-				if err := r.RunLive(r.Objs.XdpBenchRedirect, frame, perOp, batch); err != nil {
+				if err := r.runLive(r.objs.XdpBenchRedirect, frame, perOp, batch); err != nil {
 					b.Fatal(err)
 				}
 				ops++
@@ -48,7 +48,7 @@ func BenchmarkRedirect(b *testing.B) {
 			sent := uint64(ops * perOp)
 			// The sink's NAPI may still be draining a0p's ring: wait until
 			// the count settles, then charge the rest as lost.
-			get := func() (uint64, error) { return r.Received(b, r.Sink[0]) - before, nil }
+			get := func() (uint64, error) { return r.received(b, r.sink[0]) - before, nil }
 			received, _ := counters.WaitFor(context.Background(), 2*time.Second, get, func(n uint64) bool { return n >= sent })
 			a := counters.Accounting{Sent: sent, Received: received, DeviceDrops: sent - received}
 			b.Logf("%v (device drops = lost between redirect and the sink)", a)

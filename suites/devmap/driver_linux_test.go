@@ -19,62 +19,62 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
-// Drivers are the three ways in: BPF_PROG_TEST_RUN with live frames (5.18+)
-// and real frames on a veth pair with the main program in native mode (any
-// kernel with native XDP on veth), both on the Native path; and real frames
-// with the main program in generic (SKB) mode, the Generic path.
-var Drivers = []struct {
-	Name string
-	New  func(tb testing.TB, r *Rig) Driver
+// drivers are the ways in: BPF_PROG_TEST_RUN with live frames (5.18+) and
+// real frames on a veth pair with the main program in native mode, both on
+// the native path; and real frames with the main program in generic (SKB)
+// mode.
+var drivers = []struct {
+	name string
+	new  func(tb testing.TB, r *rig) driver
 }{
-	{"LiveFrames", NewLiveDriver},
-	{"Veth", NewVethDriver},
-	{"Generic", NewGenericDriver},
+	{"LiveFrames", newLiveDriver},
+	{"Veth", newVethDriver},
+	{"Generic", newGenericDriver},
 }
 
 // liveDriver runs xdp_main with BPF_F_TEST_XDP_LIVE_FRAMES: every repetition
 // is a real frame that is really redirected, and the kernel calls
-// xdp_do_flush after every BatchSize frames (net/bpf/test_run.c).
+// xdp_do_flush after every batch_size frames (net/bpf/test_run.c).
 type liveDriver struct {
-	r     *Rig
+	r     *rig
 	frame []byte
 }
 
-// NewLiveDriver skips tb when the kernel has no live frames.
-func NewLiveDriver(tb testing.TB, r *Rig) Driver {
+// newLiveDriver skips tb when the kernel has no live frames.
+func newLiveDriver(tb testing.TB, r *rig) driver {
 	tb.Helper()
-	feature.Require(tb, ProbeLiveFrames(r.Objs.XdpSink))
+	feature.Require(tb, probeLiveFrames(r.objs.XdpSink))
 	return &liveDriver{r: r, frame: traffic.Frame([6]byte{2, 0, 0, 0, 0, 1}, 1, 0)}
 }
 
-func (d *liveDriver) Push(ctx context.Context, frames, batch int) error {
-	return d.r.RunLive(d.r.Objs.XdpMain, d.frame, frames, batch)
+func (d *liveDriver) push(ctx context.Context, frames, batch int) error {
+	return d.r.runLive(d.r.objs.XdpMain, d.frame, frames, batch)
 }
 
-func (d *liveDriver) Path() Path { return Native }
+func (d *liveDriver) when() when                    { return atFlush }
+func (d *liveDriver) polls(frames, batch int) []int { return batches(frames, batch) }
 
-// RunLive runs prog over frames copies of frame with
+// runLive runs prog over frames copies of frame with
 // BPF_F_TEST_XDP_LIVE_FRAMES, arriving on in0, flushing every batch frames.
 // The kernel looks the ingress ifindex up in the caller's namespace, so the
 // run happens in the rig's.
 //
 // A signal stops the run with EINTR after some frames went out, and
 // cilium/ebpf runs it again from the start (RunOptions.Reset): those frames
-// go out twice (seen once in a soak under load: 9 received of 8 on 6.12).
-// The run therefore blocks SIGURG, the signal the Go runtime preempts
-// goroutines with (nopreempt.Do), and a run that is still interrupted is an
-// error, never a duplicate.
-func (r *Rig) RunLive(prog *ebpf.Program, frame []byte, frames, batch int) error {
-	return r.Env.Do(func() error {
-		return nopreempt.Do(func() error { return r.runLive(prog, frame, frames, batch) })
+// would go out twice. The run therefore blocks SIGURG, the signal the Go
+// runtime preempts goroutines with (nopreempt.Do), and a run that is still
+// interrupted is an error, never a duplicate.
+func (r *rig) runLive(prog *ebpf.Program, frame []byte, frames, batch int) error {
+	return r.env.Do(func() error {
+		return nopreempt.Do(func() error { return r.runLiveOnce(prog, frame, frames, batch) })
 	})
 }
 
-func (r *Rig) runLive(prog *ebpf.Program, frame []byte, frames, batch int) error {
+func (r *rig) runLiveOnce(prog *ebpf.Program, frame []byte, frames, batch int) error {
 	interrupted := false
 	_, err := prog.Run(&ebpf.RunOptions{
 		Data:      frame,
-		Context:   xdpMd{DataEnd: uint32(len(frame)), IngressIfindex: uint32(r.In.Attrs().Index)},
+		Context:   xdpMd{DataEnd: uint32(len(frame)), IngressIfindex: ifindex(r.in)},
 		Repeat:    uint32(frames),
 		BatchSize: uint32(batch),
 		Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
@@ -89,11 +89,11 @@ func (r *Rig) runLive(prog *ebpf.Program, frame []byte, frames, batch int) error
 	return nil
 }
 
-// ProbeLiveFrames runs prog once with BPF_F_TEST_XDP_LIVE_FRAMES and
+// probeLiveFrames runs prog once with BPF_F_TEST_XDP_LIVE_FRAMES and
 // batch_size 1. Kernels before 5.18 either refuse the flag (EINVAL) or, like
 // 5.10, ignore flags for XDP and refuse the unknown batch_size field at the
 // end of union bpf_attr (E2BIG).
-var ProbeLiveFrames = func() func(*ebpf.Program) error {
+var probeLiveFrames = func() func(*ebpf.Program) error {
 	var once sync.Once
 	var result error
 	return func(prog *ebpf.Program) error {
@@ -116,31 +116,30 @@ var ProbeLiveFrames = func() func(*ebpf.Program) error {
 }()
 
 // vethDriver sends real frames into in0p. xdp_main runs natively on in0, in
-// veth's NAPI poll, which calls xdp_do_flush once per poll. To make a batch
-// of n frames arrive in one poll, tc_burst on in0p's egress clones each sent
-// frame n-1 times with bpf_clone_redirect; the clones are transmitted from
-// inside the first frame's dev_queue_xmit, with bottom halves off, so the
-// NAPI poll that follows finds all n in in0's ring (n ≤ 64, the NAPI budget).
+// veth's NAPI poll, which calls xdp_do_flush once per poll. To offer a poll
+// a burst of n frames, tc_burst on in0p's egress clones each sent frame
+// n-1 times with bpf_clone_redirect, from inside the first frame's
+// dev_queue_xmit; how many of them one poll takes is the kernel's affair.
 type vethDriver struct {
-	r      *Rig
+	r      *rig
 	sender *traffic.Sender
 }
 
-// NewVethDriver attaches xdp_main to in0 and tc_burst to in0p, or skips tb
+// newVethDriver attaches xdp_main to in0 and tc_burst to in0p, or skips tb
 // when the kernel has no clsact or cls_bpf.
-func NewVethDriver(tb testing.TB, r *Rig) Driver {
+func newVethDriver(tb testing.TB, r *rig) driver {
 	tb.Helper()
 	feature.Require(tb, attachBurst(r))
-	r.AttachXDP(tb, r.In, r.Objs.XdpMain)
+	r.attachXDP(tb, r.in, r.objs.XdpMain)
 	return &vethDriver{r: r, sender: newSender(tb, r)}
 }
 
 // newSender opens an AF_PACKET sender on in0p.
-func newSender(tb testing.TB, r *Rig) *traffic.Sender {
+func newSender(tb testing.TB, r *rig) *traffic.Sender {
 	tb.Helper()
 	var s *traffic.Sender
-	err := r.Env.Do(func() (err error) {
-		s, err = traffic.NewSender(r.Sender.Attrs().Index, 1)
+	err := r.env.Do(func() (err error) {
+		s, err = traffic.NewSender(r.sender.Attrs().Index, 1)
 		return err
 	})
 	if err != nil {
@@ -150,32 +149,31 @@ func newSender(tb testing.TB, r *Rig) *traffic.Sender {
 	return s
 }
 
-func (d *vethDriver) Push(ctx context.Context, frames, batch int) error {
-	if batch > 64 || frames%batch != 0 {
-		return fmt.Errorf("veth driver: batch %d must be ≤ 64 (the NAPI budget) and divide %d frames", batch, frames)
+func (d *vethDriver) push(ctx context.Context, frames, batch int) error {
+	if batch > maxPoll || frames%batch != 0 {
+		return fmt.Errorf("veth driver: batch %d must be ≤ %d (the NAPI budget) and divide %d frames", batch, maxPoll, frames)
 	}
 	var c bpfConfig
-	if err := d.r.Objs.Config.Lookup(uint32(0), &c); err != nil {
+	if err := d.r.objs.Config.Lookup(uint32(0), &c); err != nil {
 		return err
 	}
 	c.Burst = uint32(batch)
-	if err := d.r.Objs.Config.Put(uint32(0), &c); err != nil {
+	if err := d.r.objs.Config.Put(uint32(0), &c); err != nil {
 		return err
 	}
-	// Wait for the whole burst before the next one, so that bursts never
-	// share a NAPI poll.
 	return sendPaced(ctx, d.r, d.sender, frames/batch, batch)
 }
 
-func (d *vethDriver) Path() Path { return Native }
+func (d *vethDriver) when() when                    { return atFlush }
+func (d *vethDriver) polls(frames, batch int) []int { return nil }
 
 // sendPaced sends n frames on in0p, and after each waits until the main
 // program has numbered per more frames (the frame and the copies tc_burst
 // made of it).
-func sendPaced(ctx context.Context, r *Rig, s *traffic.Sender, n, per int) error {
+func sendPaced(ctx context.Context, r *rig, s *traffic.Sender, n, per int) error {
 	var st bpfState
 	get := func() (uint32, error) {
-		err := r.Objs.State.Lookup(uint32(0), &st)
+		err := r.objs.State.Lookup(uint32(0), &st)
 		return st.Frames, err
 	}
 	base, err := get()
@@ -201,18 +199,18 @@ func sendPaced(ctx context.Context, r *Rig, s *traffic.Sender, n, per int) error
 // clone made by bpf_clone_redirect carries skb->redirected, and generic XDP
 // lets such frames pass without running the program.
 type genericDriver struct {
-	r      *Rig
+	r      *rig
 	sender *traffic.Sender
 }
 
-// NewGenericDriver attaches xdp_main to in0 in generic mode, or skips tb
+// newGenericDriver attaches xdp_main to in0 in generic mode, or skips tb
 // when the kernel refuses: before 5.15 generic XDP ran no devmap programs
 // and refused (EINVAL) a program that uses a devmap whose entries can carry
 // one (dev.c's generic_xdp_install, "generic XDP does not work with DEVMAPs
 // that can have a bpf_prog installed on an entry").
-func NewGenericDriver(tb testing.TB, r *Rig) Driver {
+func newGenericDriver(tb testing.TB, r *rig) driver {
 	tb.Helper()
-	err := r.attachXDP(r.In, r.Objs.XdpMain, nl.XDP_FLAGS_SKB_MODE)
+	err := r.attachXDPFlags(r.in, r.objs.XdpMain, nl.XDP_FLAGS_SKB_MODE)
 	if errors.Is(err, unix.EINVAL) {
 		feature.Require(tb, feature.Unsupported(feature.GenericDevmapProg, "attaching xdp_main, whose devmaps carry programs, in SKB mode returned %v (devmap programs in generic XDP came in 5.15)", err))
 	}
@@ -222,19 +220,20 @@ func NewGenericDriver(tb testing.TB, r *Rig) Driver {
 	return &genericDriver{r: r, sender: newSender(tb, r)}
 }
 
-// Push sends frames one by one; batch does not matter to generic XDP,
+// push sends frames one by one; batch does not matter to generic XDP,
 // which transmits every frame at once.
-func (d *genericDriver) Push(ctx context.Context, frames, batch int) error {
+func (d *genericDriver) push(ctx context.Context, frames, batch int) error {
 	return sendPaced(ctx, d.r, d.sender, frames, 1)
 }
 
-func (d *genericDriver) Path() Path { return Generic }
+func (d *genericDriver) when() when                    { return atOnce }
+func (d *genericDriver) polls(frames, batch int) []int { return nil }
 
 // attachBurst puts a clsact qdisc on in0p with tc_burst on its egress.
 // ENOENT or EOPNOTSUPP (sch_ingress or cls_bpf missing) means unsupported.
-func attachBurst(r *Rig) error {
+func attachBurst(r *rig) error {
 	qd := &netlink.GenericQdisc{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: r.Sender.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: r.sender.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
 		QdiscType:  "clsact",
 	}
 	unsupported := func(f feature.Feature, err error) error {
@@ -243,32 +242,32 @@ func attachBurst(r *Rig) error {
 		}
 		return fmt.Errorf("add tc %s to in0p: %w", f, err)
 	}
-	if err := r.Env.Handle.QdiscAdd(qd); err != nil {
+	if err := r.env.Handle.QdiscAdd(qd); err != nil {
 		return unsupported(feature.TCClsact, err)
 	}
 	f := &netlink.BpfFilter{
 		FilterAttrs: netlink.FilterAttrs{
-			LinkIndex: r.Sender.Attrs().Index,
+			LinkIndex: r.sender.Attrs().Index,
 			Parent:    netlink.HANDLE_MIN_EGRESS,
 			Handle:    netlink.MakeHandle(0, 1),
 			Protocol:  unix.ETH_P_ALL,
 			Priority:  1,
 		},
-		Fd:           r.Objs.TcBurst.FD(),
+		Fd:           r.objs.TcBurst.FD(),
 		Name:         "tc_burst",
 		DirectAction: true,
 	}
-	if err := r.Env.Handle.FilterAdd(f); err != nil {
+	if err := r.env.Handle.FilterAdd(f); err != nil {
 		return unsupported(feature.TCBPFFilter, err)
 	}
 	return nil
 }
 
-// ProbeBroadcast runs probe_broadcast once (no live frames needed):
+// probeBroadcast runs probe_broadcast once (no live frames needed):
 // bpf_redirect_map returns XDP_REDIRECT for BPF_F_BROADCAST where the flag
 // exists and XDP_ABORTED where it does not.
-func ProbeBroadcast(r *Rig) error {
-	ret, err := r.Objs.ProbeBroadcast.Run(&ebpf.RunOptions{Data: make([]byte, traffic.FrameLen)})
+func probeBroadcast(r *rig) error {
+	ret, err := r.objs.ProbeBroadcast.Run(&ebpf.RunOptions{Data: make([]byte, traffic.FrameLen)})
 	if err != nil {
 		return fmt.Errorf("probe BPF_F_BROADCAST: %w", err)
 	}

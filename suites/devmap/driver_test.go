@@ -2,41 +2,19 @@ package devmap
 
 import "context"
 
-// Driver pushes frames through the rig's main program.
-type Driver interface {
-	// Push makes the main program run over frames frames, in batches of
-	// batch frames each closed by one xdp_do_flush (native XDP; generic
-	// XDP has nothing to flush and sends each frame on at once), and
-	// returns once it has run for all of them.
-	Push(ctx context.Context, frames, batch int) error
-	// Path is the way the driver's frames take through the devmap.
-	Path() Path
-}
-
-// Path is how redirected frames reach their devmap entry's program.
-type Path int
-
-const (
-	// Native: xdp_frames on the per-device bulk queue (bq_enqueue); the
-	// devmap program runs when the queue is flushed (seed 004), and
-	// xdp:xdp_devmap_xmit reports every flush.
-	Native Path = iota
-	// Generic: sk_buffs (generic, SKB-mode XDP). dev_map_generic_redirect
-	// runs the entry's program on each frame right after the main program
-	// and transmits it with generic_xdp_tx: no bulk queue, no flush, no
-	// xdp_devmap_xmit event, and the devmap program sees no metadata
-	// (bpf_prog_run_generic_xdp starts it with data_meta == data). Seed 004
-	// never changed this path: its order is EnqueueTime on every kernel.
-	Generic
-)
-
-// Model is the sequence of program runs the path produces on a kernel
-// with seed 004.
-func (p Path) Model() func(Traffic, map[uint32]Entry) []Run {
-	if p == Generic {
-		return EnqueueTime
-	}
-	return FlushTime
+// driver pushes frames through the rig's main program.
+type driver interface {
+	// push makes the main program run over frames frames, in bursts of
+	// batch (one xdp_do_flush after each on the live-frames runner; at
+	// most one NAPI poll's worth on veth, which may take it in several),
+	// and returns once it has run for all of them.
+	push(ctx context.Context, frames, batch int) error
+	// when is when the devmap program runs on a kernel with seed 004:
+	// atFlush on the native path, atOnce on the generic one.
+	when() when
+	// polls are the polls the driver makes the kernel take for frames
+	// pushed in bursts of batch; nil when the kernel decides (NAPI).
+	polls(frames, batch int) []int
 }
 
 // xdpMd is struct xdp_md, the context of an XDP program:

@@ -3,6 +3,7 @@ package devmap
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,11 @@ import (
 
 // testTimeout bounds one test when go test sets no deadline.
 const testTimeout = 60 * time.Second
+
+// maxPoll is the most frames one poll takes: veth's NAPI weight
+// (NAPI_POLL_WEIGHT), and the largest batch the tests give the live-frames
+// runner.
+const maxPoll = 64
 
 // withDeadline returns a context that ends before tb's deadline.
 func withDeadline(tb testing.TB) context.Context {
@@ -27,39 +33,28 @@ func withDeadline(tb testing.TB) context.Context {
 }
 
 // eachDriver runs fn as one subtest per driver, each with a fresh rig.
-func eachDriver(t *testing.T, trace bool, fn func(t *testing.T, r *Rig, d Driver)) {
-	for _, dv := range Drivers {
-		t.Run(dv.Name, func(t *testing.T) {
-			r := NewRig(t, trace)
-			fn(t, r, dv.New(t, r))
+func eachDriver(t *testing.T, trace bool, fn func(t *testing.T, r *rig, d driver)) {
+	for _, dv := range drivers {
+		t.Run(dv.name, func(t *testing.T) {
+			r := newRig(t, trace)
+			fn(t, r, dv.new(t, r))
 		})
 	}
 }
 
-// onlyD keeps the D runs of a sequence.
-func onlyD(runs []Run) []Run {
-	var out []Run
-	for _, r := range runs {
-		if r.Kind == 'D' {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// Ledger is what settle read: the accounting of the frames the main
+// ledger is what settle read: the accounting of the frames the main
 // program redirected, with where its terms come from.
-type Ledger struct {
+type ledger struct {
 	counters.Accounting
-	// Flush sums xdp_devmap_xmit: DeviceDrops are its drops.
-	Flush FlushTotals
-	// Foreign frames are among Received: they reached a sink but were no
+	// flush sums xdp_devmap_xmit: DeviceDrops are its drops.
+	flush flushTotals
+	// foreign frames are among Received: they reached a sink but were no
 	// xmitcheck frames any more (their Ethernet header was not ours).
-	Foreign uint64
+	foreign uint64
 }
 
-func (l Ledger) String() string {
-	return fmt.Sprintf("%v (received at the sinks, %d of them foreign; device drops = dropped at flush, per %v)", l.Accounting, l.Foreign, l.Flush)
+func (l ledger) String() string {
+	return fmt.Sprintf("%v (received at the sinks, %d of them foreign; device drops = dropped at flush, per %v)", l.Accounting, l.foreign, l.flush)
 }
 
 // settle waits until every frame the main program redirected is accounted
@@ -67,8 +62,8 @@ func (l Ledger) String() string {
 //
 //	sent (redirected) = received at the sinks + dropped at flush (xdp_devmap_xmit)
 //
-// Nothing stays queued: every batch ends with a flush.
-func settle(ctx context.Context, t *testing.T, r *Rig, sent uint64) Ledger {
+// Nothing stays queued: every poll ends with a flush.
+func settle(ctx context.Context, t *testing.T, r *rig, sent uint64) ledger {
 	t.Helper()
 	return settleUncounted(ctx, t, r, sent, 0, "")
 }
@@ -76,14 +71,14 @@ func settle(ctx context.Context, t *testing.T, r *Rig, sent uint64) Ledger {
 // settleUncounted is settle for frames of which uncounted were freed where
 // neither a sink nor xdp_devmap_xmit sees them (why says where, and where
 // the number comes from).
-func settleUncounted(ctx context.Context, t *testing.T, r *Rig, sent, uncounted uint64, why string) Ledger {
+func settleUncounted(ctx context.Context, t *testing.T, r *rig, sent, uncounted uint64, why string) ledger {
 	t.Helper()
-	get := func() (Ledger, error) {
-		l := Ledger{Flush: r.Totals(t), Foreign: r.ForeignAll(t)}
-		l.Accounting = counters.Accounting{Sent: sent, Received: r.ReceivedAll(t) + l.Foreign, DeviceDrops: l.Flush.Drops, Uncounted: uncounted, UncountedWhy: why}
+	get := func() (ledger, error) {
+		l := ledger{flush: r.totals(t), foreign: r.foreignAll(t)}
+		l.Accounting = counters.Accounting{Sent: sent, Received: r.receivedAll(t) + l.foreign, DeviceDrops: l.flush.drops, Uncounted: uncounted, UncountedWhy: why}
 		return l, nil
 	}
-	l, err := counters.WaitFor(ctx, 5*time.Second, get, func(l Ledger) bool { return l.Balanced() })
+	l, err := counters.WaitFor(ctx, 5*time.Second, get, func(l ledger) bool { return l.Balanced() })
 	if err != nil {
 		t.Errorf("frames unaccounted for: %v", err)
 	}
@@ -102,13 +97,44 @@ func before004(t *testing.T, observed string) {
 	feature.Absent(t, feature.Seed004, observed)
 }
 
-// dropRuns counts the D runs whose program returned XDP_DROP.
-func dropRuns(runs []bpfRun) uint64 {
-	var n uint64
-	for _, r := range runs {
-		if r.Kind == 'D' && r.Verdict == xdpDrop {
-			n++
+// sequence is the events a test logged, judged against the models.
+type sequence struct {
+	got []event
+	order
+}
+
+// judge explains got: on the generic path exactly the at-once sequence; on
+// the native path a partition into polls at flush time (the driver's own,
+// where it decides them), else at enqueue time (seed 004 absent).
+func judge(d driver, got []event, tr load, entries map[uint32]entry, batch int) sequence {
+	s := sequence{got: got}
+	if d.when() == atOnce {
+		if _, err := explain(got, tr, entries, atOnce); err != nil {
+			s.err = err
 		}
+		return s
 	}
-	return n
+	s.order = classify(got, tr, entries)
+	if want := d.polls(tr.frames, batch); s.polls != nil && want != nil && !slices.Equal(s.polls, want) {
+		s.err = fmt.Errorf("%s in polls of %v, want the driver's %v", atFlush, s.polls, want)
+	}
+	return s
+}
+
+// report ends the judgement, after every other check of the test: a
+// sequence nothing explains fails it; exactly the enqueue-time sequence
+// reports seed 004 absent (what else the test saw then in also); a
+// flush-time sequence that enqueueing could not have produced shows seed
+// 004.
+func (s sequence) report(t *testing.T, also string) {
+	t.Helper()
+	t.Logf("events (notation_test.go): %s", format(s.got))
+	switch {
+	case s.err != nil:
+		t.Fatalf("run order %s: %v", shape(s.got), s.err)
+	case s.enqueue:
+		before004(t, fmt.Sprintf("devmap program ran at enqueue time: each frame's D run right after its M run, before its queue's flush (%s)%s", shape(s.got), also))
+	case s.shows:
+		feature.Shows(t, feature.Seed004, fmt.Sprintf("the devmap programs ran at flush: %s, polls of %v frames", shape(s.got), s.polls))
+	}
 }

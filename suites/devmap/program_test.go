@@ -18,13 +18,11 @@ const noMeta = ^uint32(0)
 // TestDevmapProgram/EgressAndMetadata: the devmap program runs exactly once
 // for every frame, after the main program's run for it, and sees the right
 // egress_ifindex, the ingress device, and the 4 bytes of metadata the main
-// program wrote with bpf_xdp_adjust_meta — which at flush time have
+// program wrote with bpf_xdp_adjust_meta, which at flush time have
 // travelled inside the xdp_frame through the bulk queue. Before the seed
 // the devmap program ran at enqueue and saw no metadata (dev_map_run_prog
-// invalidated it): a native driver that shows exactly that, after the
-// ledger balances, reports seed 004 absent. The generic path never hands
-// the devmap program metadata. Frames are identified by the number the
-// main program writes into their payload.
+// invalidated it): a native driver that shows exactly that reports seed
+// 004 absent. The generic path never hands the devmap program metadata.
 func TestDevmapProgram(t *testing.T) {
 	feature.Of(t, feature.Seed004)
 	t.Run("EgressAndMetadata", func(t *testing.T) {
@@ -34,7 +32,7 @@ func TestDevmapProgram(t *testing.T) {
 				name = "DevmapHash"
 			}
 			t.Run(name, func(t *testing.T) {
-				eachDriver(t, true, func(t *testing.T, r *Rig, d Driver) {
+				eachDriver(t, true, func(t *testing.T, r *rig, d driver) {
 					testEgressAndMetadata(t, r, d, hash)
 				})
 			})
@@ -42,30 +40,52 @@ func TestDevmapProgram(t *testing.T) {
 	})
 }
 
-func testEgressAndMetadata(t *testing.T, r *Rig, d Driver, hash bool) {
+func testEgressAndMetadata(t *testing.T, r *rig, d driver, hash bool) {
 	ctx := withDeadline(t)
 	const frames = 32
-	m := r.Map(t, hash)
-	r.SetEntry(t, m, 0, r.Dst[0], r.Objs.XdpDevmapA)
-	r.SetEntry(t, m, 1, r.Dst[1], r.Objs.XdpDevmapB)
-	entries := map[uint32]Entry{0: {Dev: ifindex(r.Dst[0]), Prog: progA}, 1: {Dev: ifindex(r.Dst[1]), Prog: progB}}
-	keys := []uint32{0, 1, 1, 0}
-	r.Route(t, keys...)
-	tr := Traffic{Frames: frames, Batch: frames, Keys: keys}
-	assert.NilError(t, d.Push(ctx, frames, frames))
+	m := r.devmap(t, hash)
+	r.setEntry(t, m, 0, r.dst[0], r.objs.XdpDevmapA)
+	r.setEntry(t, m, 1, r.dst[1], r.objs.XdpDevmapB)
+	entries := map[uint32]entry{0: {ifindex(r.dst[0]), progA}, 1: {ifindex(r.dst[1]), progB}}
+	tr := load{frames: frames, keys: []uint32{0, 1, 1, 0}}
+	r.route(t, tr.keys...)
+	assert.NilError(t, d.push(ctx, frames, frames))
 
 	// Every frame is accounted for first.
 	l := settle(ctx, t, r, frames)
 	assert.Check(t, is.Equal(l.DeviceDrops, uint64(0)), "%v", l)
-	assert.Check(t, is.Equal(l.Foreign, uint64(0)), "%v", l)
-	assert.Check(t, is.Equal(r.Received(t, r.Sink[0]), uint64(frames/2)), "a0p; %v", l)
-	assert.Check(t, is.Equal(r.Received(t, r.Sink[1]), uint64(frames/2)), "b0p; %v", l)
+	assert.Check(t, is.Equal(l.foreign, uint64(0)), "%v", l)
+	assert.Check(t, is.Equal(r.received(t, r.sink[0]), uint64(frames/2)), "a0p; %v", l)
+	assert.Check(t, is.Equal(r.received(t, r.sink[1]), uint64(frames/2)), "b0p; %v", l)
+	meta := checkRuns(t, r.rawRuns(t), ifindex(r.in), tr, entries)
 
-	in := ifindex(r.In)
+	// Metadata last: on the native path it travels in the xdp_frame to the
+	// flush since seed 004.
+	_, notEnqueue := explain(r.events(t), tr, entries, atEnqueue)
+	switch {
+	case d.when() == atOnce:
+		assert.Check(t, is.Equal(meta.none, frames), "devmap program runs on the generic path that saw no metadata (bpf_prog_run_generic_xdp starts them with data_meta == data)")
+	case meta.seen == frames:
+	case meta.none == frames && d.when() == atFlush && notEnqueue == nil:
+		before004(t, fmt.Sprintf("devmap program ran at enqueue time (each frame's D run right after its M run) and none of its %d runs saw the metadata the main program wrote (dev_map_run_prog invalidated it)", frames))
+	default:
+		t.Errorf("devmap program runs that saw the main program's metadata: %d of %d (%d saw none)", meta.seen, frames, meta.none)
+	}
+}
+
+// metaCount is how many D runs saw the main program's metadata, and how
+// many saw none.
+type metaCount struct{ seen, none int }
+
+// checkRuns checks every logged run: the ingress device, M's verdict, and
+// for each frame one D run, after its M run, on its entry's device with its
+// entry's program; it counts the D runs' metadata.
+func checkRuns(t *testing.T, runs []bpfRun, in uint32, tr load, entries map[uint32]entry) metaCount {
+	t.Helper()
+	var c metaCount
 	mAt := map[uint32]int{}  // frame → index of its M run
 	dFor := map[uint32]int{} // frame → D runs seen
-	var metaSeen, metaNone int
-	for i, run := range r.RawRuns(t) {
+	for i, run := range runs {
 		where := fmt.Sprintf("run %d (%c frame %d)", i, run.Kind, run.Frame)
 		assert.Check(t, is.Equal(run.Ingress, in), "%s: ingress_ifindex", where)
 		switch run.Kind {
@@ -80,33 +100,22 @@ func testEgressAndMetadata(t *testing.T, r *Rig, d Driver, hash bool) {
 			dFor[run.Frame]++
 			switch run.Meta {
 			case run.Frame:
-				metaSeen++
+				c.seen++
 			case noMeta:
-				metaNone++
+				c.none++
 			default:
 				t.Errorf("%s: metadata holds %d, neither the frame's number nor none", where, run.Meta)
 			}
-			want := entries[keys[int(run.Frame)%len(keys)]]
-			assert.Check(t, is.Equal(run.Dest, want.Dev), "%s (M at run %d): egress_ifindex", where, at)
-			assert.Check(t, is.Equal(run.Prog, want.Prog), "%s: program of the entry", where)
+			want := entries[tr.key(int(run.Frame))]
+			assert.Check(t, is.Equal(run.Dest, want.dev), "%s (M at run %d): egress_ifindex", where, at)
+			assert.Check(t, is.Equal(run.Prog, want.prog), "%s: program of the entry", where)
 		default:
 			t.Errorf("%s: unknown kind", where)
 		}
 	}
-	assert.Check(t, is.Len(mAt, frames), "frames the main program ran for")
-	for f := range uint32(frames) {
+	assert.Check(t, is.Len(mAt, tr.frames), "frames the main program ran for")
+	for f := range uint32(tr.frames) {
 		assert.Check(t, is.Equal(dFor[f], 1), "devmap program runs for frame %d", f)
 	}
-
-	// Metadata last: on the native path it travels in the xdp_frame to the
-	// flush since seed 004.
-	switch {
-	case d.Path() == Generic:
-		assert.Check(t, is.Equal(metaNone, frames), "devmap program runs on the generic path that saw no metadata (bpf_prog_run_generic_xdp starts them with data_meta == data)")
-	case metaSeen == frames:
-	case metaNone == frames && Equal(r.Runs(t), EnqueueTime(tr, entries)):
-		before004(t, fmt.Sprintf("devmap program ran at enqueue time (runs alternate M D) and none of its %d runs saw the metadata the main program wrote (dev_map_run_prog invalidated it)", frames))
-	default:
-		t.Errorf("devmap program runs that saw the main program's metadata: %d of %d (%d saw none)", metaSeen, frames, metaNone)
-	}
+	return c
 }

@@ -1,6 +1,7 @@
 package devmap
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 )
 
 // tapRing is the tap's txqueuelen, the size of its ptr_ring: not a multiple
-// of BulkSize, so one flush meets the full ring half-way.
+// of bulkSize, so a flush can meet the full ring half-way.
 const tapRing = 40
 
 // TestRedirectToTap/RingFull: XDP redirects 64 frames through a devmap entry
@@ -28,14 +29,13 @@ const tapRing = 40
 // queue only on the qdisc path, tun_net_xmit; what the tap does with frames
 // beyond its ring, and where it counts them, depends on the path:
 //
-//   - native: bq_xmit_all hands each bulk of 16 to tun_xdp_xmit, which
-//     tail-drops what the ring has no room for and never stops the queue.
+//   - native: each flush hands its frames to tun_xdp_xmit, which tail-drops
+//     what the ring has no room for and never stops the queue.
 //     xdp_devmap_xmit reports every dropped frame; tx_dropped grows by one
 //     per tun_xdp_xmit call that met the full ring, not per frame.
 //   - generic: generic_xdp_tx hands each frame to tun_net_xmit, which stops
 //     the queue when the 40th frame fills the ring; generic_xdp_tx then
-//     drops every later frame itself (tx_dropped and xdp:xdp_exception, one
-//     per frame).
+//     drops every later frame itself (tx_dropped, one per frame).
 //
 // A frame then sent through the qdisc shows the queue state: dropped by
 // tun_net_xmit (FULL_RING, tx_dropped) when the queue is awake, kept in the
@@ -44,125 +44,167 @@ const tapRing = 40
 func TestRedirectToTap(t *testing.T) {
 	feature.Of(t, feature.Seed000Tun)
 	t.Run("RingFull", func(t *testing.T) {
-		eachDriver(t, true, func(t *testing.T, r *Rig, d Driver) {
-			feature.Require(t, tuntap.ProbeBackpressure())
-			ctx := withDeadline(t)
-			const frames = 64
-			tap, link := openTap(t, r)
-			m := r.Map(t, false)
-			r.SetEntry(t, m, 0, link, nil)
-			r.Route(t, 0)
-			r.Watch(t, link)
-			before := r.LinkStats(t, link)
-
-			assert.NilError(t, d.Push(ctx, frames, frames))
-			// What the XDP frames did to the tap: the ring full, the rest
-			// dropped, counted by xdp_devmap_xmit and once per call in
-			// tx_dropped (native) or per frame in tx_dropped (generic).
-			var stats counters.Link
-			dropped := func() (uint64, error) {
-				stats = r.LinkStats(t, link).Sub(before)
-				if d.Path() == Native {
-					return r.Totals(t).Drops, nil
-				}
-				return stats.TxDropped, nil
-			}
-			xdpDrops, err := counters.WaitFor(ctx, 5*time.Second, dropped, func(n uint64) bool { return n >= frames-tapRing })
-			assert.Check(t, err, "XDP frames dropped at the tap; tap %v", stats)
-			// The ledger is whole once the reader has drained the ring;
-			// until then the ring holds what was not dropped.
-			xdp := counters.Accounting{Sent: frames, DeviceDrops: xdpDrops, InDevice: frames - min(xdpDrops, frames)}
-			var flushes, wantFlushes []string
-			for _, f := range r.Flushes(t) {
-				flushes = append(flushes, fmt.Sprintf("sent=%d drops=%d", f.Sent, f.Drops))
-			}
-			wantTxDropped := uint64(frames - tapRing)
-			if d.Path() == Native {
-				wantTxDropped = 0
-				for room, i := tapRing, 0; i < frames/BulkSize; i++ {
-					sent := min(room, BulkSize)
-					room -= sent
-					wantFlushes = append(wantFlushes, fmt.Sprintf("sent=%d drops=%d", sent, BulkSize-sent))
-					if sent < BulkSize {
-						wantTxDropped++
-					}
-				}
-			}
-			assert.Check(t, is.DeepEqual(flushes, wantFlushes), "xdp_devmap_xmit events to the tap; %v", xdp)
-			assert.Check(t, is.Equal(stats.TxDropped, wantTxDropped), "tap tx_dropped after the XDP frames; %v; tap %v", xdp, stats)
-			assert.Check(t, is.Equal(stats.TxPackets, uint64(0)), "tap tx_packets before the reader; tap %v", stats)
-
-			// One frame through the qdisc tells whether the queue is
-			// stopped.
-			q0, err := counters.ReadRootQdisc(r.Env, link.Attrs().Name)
-			assert.NilError(t, err)
-			txDropped := stats.TxDropped
-			probe := sendOn(t, r, link)
-			q, err := counters.ReadRootQdisc(r.Env, link.Attrs().Name)
-			assert.NilError(t, err)
-			stats = r.LinkStats(t, link).Sub(before)
-			if d.Path() == Native {
-				assert.Check(t, is.Equal(q.Packets-q0.Packets, uint64(1)), "queue awake after the XDP frames: the qdisc hands the frame on; %v", q)
-				assert.Check(t, is.Equal(stats.TxDropped-txDropped, uint64(1)), "tun_net_xmit drops it (FULL_RING); tap %v", stats)
-			} else {
-				assert.Check(t, is.Equal(q.Qlen, uint64(1)), "queue stopped by the XDP frames: the frame waits in the qdisc; %v", q)
-				assert.Check(t, is.Equal(stats.TxDropped-txDropped, uint64(0)), "tap %v", stats)
-				if q.Qlen == 1 && stats.TxDropped == txDropped {
-					feature.Shows(t, feature.Seed000Tun, "the ring the generic XDP frames filled stopped the queue: the next frame waited in the qdisc")
-				}
-			}
-
-			// The reader drains the ring (and, where the frame waited in
-			// the qdisc, wakes the queue and gets it too).
-			numbers, probes := readTap(t, tap)
-			want := make([]uint32, tapRing)
-			for i := range want {
-				want[i] = uint32(i)
-			}
-			assert.Check(t, is.DeepEqual(numbers, want), "XDP frames read from the tap, by number")
-			q, err = counters.ReadRootQdisc(r.Env, link.Attrs().Name)
-			assert.NilError(t, err)
-			stats = r.LinkStats(t, link).Sub(before)
-			xdp.InDevice, xdp.Received = 0, uint64(len(numbers))
-			assert.Check(t, xdp.Balanced(), "XDP frames: %v (device drops: native xdp_devmap_xmit, generic tap tx_dropped)", xdp)
-			skb := counters.Accounting{Sent: probe, Received: probes, DeviceDrops: stats.TxDropped - txDropped, QdiscDrops: q.Drops - q0.Drops, QdiscBacklog: q.Qlen}
-			assert.Check(t, skb.Balanced(), "frame through the qdisc: %v; %v", skb, q)
-			wantProbes := uint64(0)
-			if d.Path() == Generic {
-				wantProbes = 1
-			}
-			assert.Check(t, is.Equal(probes, wantProbes), "frame through the qdisc read from the tap: %v", skb)
-			assert.Check(t, is.Equal(stats.TxPackets, uint64(len(numbers))+probes), "tap tx_packets counts what the reader got; tap %v", stats)
-		})
+		eachDriver(t, true, testRingFull)
 	})
+}
+
+func testRingFull(t *testing.T, r *rig, d driver) {
+	feature.Require(t, tuntap.ProbeBackpressure())
+	ctx := withDeadline(t)
+	const frames = 64
+	tp := openTap(t, r)
+	m := r.devmap(t, false)
+	r.setEntry(t, m, 0, tp.link, nil)
+	r.route(t, 0)
+	r.watch(t, tp.link)
+	tp.before = r.linkStats(t, tp.link)
+
+	assert.NilError(t, d.push(ctx, frames, frames))
+	xdp := tp.xdpIntoFullRing(ctx, t, r, d, frames)
+	q0, err := counters.ReadRootQdisc(r.env, tp.link.Attrs().Name)
+	assert.NilError(t, err)
+	txDropped := tp.stats(t, r).TxDropped
+	probe := sendOn(t, r, tp.link)
+	tp.queueState(t, r, d, q0, txDropped)
+
+	// The reader drains the ring (and, where the frame waited in the
+	// qdisc, wakes the queue and gets it too).
+	numbers, probes := readTap(t, tp.dev)
+	want := make([]uint32, tapRing)
+	for i := range want {
+		want[i] = uint32(i)
+	}
+	assert.Check(t, is.DeepEqual(numbers, want), "XDP frames read from the tap, by number")
+	q, err := counters.ReadRootQdisc(r.env, tp.link.Attrs().Name)
+	assert.NilError(t, err)
+	stats := tp.stats(t, r)
+	xdp.InDevice, xdp.Received = 0, uint64(len(numbers))
+	assert.Check(t, xdp.Balanced(), "XDP frames: %v (device drops: native xdp_devmap_xmit, generic tap tx_dropped)", xdp)
+	skb := counters.Accounting{Sent: probe, Received: probes, DeviceDrops: stats.TxDropped - txDropped, QdiscDrops: q.Drops - q0.Drops, QdiscBacklog: q.Qlen}
+	assert.Check(t, skb.Balanced(), "frame through the qdisc: %v; %v", skb, q)
+	wantProbes := uint64(0)
+	if d.when() == atOnce {
+		wantProbes = 1
+	}
+	assert.Check(t, is.Equal(probes, wantProbes), "frame through the qdisc read from the tap: %v", skb)
+	assert.Check(t, is.Equal(stats.TxPackets, uint64(len(numbers))+probes), "tap tx_packets counts what the reader got; tap %v", stats)
+}
+
+// tap is the rig's tap0 and its stats64 before the test.
+type tap struct {
+	dev    *tuntap.Device
+	link   netlink.Link
+	before counters.Link
+}
+
+// stats reads the tap's stats64 since the test began.
+func (tp tap) stats(t *testing.T, r *rig) counters.Link {
+	t.Helper()
+	return r.linkStats(t, tp.link).Sub(tp.before)
+}
+
+// xdpIntoFullRing checks what the XDP frames did to the tap: the ring
+// full, the rest dropped, counted by xdp_devmap_xmit and once per
+// tun_xdp_xmit call in tx_dropped (native) or per frame in tx_dropped
+// (generic). It returns their ledger, with the ring's frames in the device.
+func (tp tap) xdpIntoFullRing(ctx context.Context, t *testing.T, r *rig, d driver, frames uint64) counters.Accounting {
+	t.Helper()
+	var stats counters.Link
+	dropped := func() (uint64, error) {
+		stats = tp.stats(t, r)
+		if d.when() == atFlush {
+			return r.totals(t).drops, nil
+		}
+		return stats.TxDropped, nil
+	}
+	drops, err := counters.WaitFor(ctx, 5*time.Second, dropped, func(n uint64) bool { return n >= frames-tapRing })
+	assert.Check(t, err, "XDP frames dropped at the tap; tap %v", stats)
+	xdp := counters.Accounting{Sent: frames, DeviceDrops: drops, InDevice: frames - min(drops, frames)}
+	got, want, wantTxDropped := tp.flushes(t, r, d, int(frames))
+	assert.Check(t, is.DeepEqual(got, want), "xdp_devmap_xmit events to the tap; %v", xdp)
+	assert.Check(t, is.Equal(stats.TxDropped, wantTxDropped), "tap tx_dropped after the XDP frames; %v; tap %v", xdp, stats)
+	assert.Check(t, is.Equal(stats.TxPackets, uint64(0)), "tap tx_packets before the reader; tap %v", stats)
+	return xdp
+}
+
+// flushes returns the xdp_devmap_xmit events to the tap as logged and as
+// the kernel's rule wants them for the polls the events show: each flush
+// sends what the ring still has room for and drops the rest; tx_dropped
+// counts the flushes that met the full ring. The generic path flushes
+// nothing and drops every frame beyond the ring in tx_dropped.
+func (tp tap) flushes(t *testing.T, r *rig, d driver, frames int) (got, want []string, txDropped uint64) {
+	t.Helper()
+	for _, f := range r.flushes(t) {
+		got = append(got, fmt.Sprintf("sent=%d drops=%d", f.Sent, f.Drops))
+	}
+	if d.when() == atOnce {
+		return got, nil, uint64(frames - tapRing)
+	}
+	tr := load{frames: frames, keys: []uint32{0}}
+	polls, err := explain(r.events(t), tr, map[uint32]entry{0: {ifindex(tp.link), 0}}, atFlush)
+	assert.Check(t, err, "runs and flushes to the tap in polls of %v", polls)
+	room := tapRing
+	for _, f := range simulate(tr, map[uint32]entry{0: {ifindex(tp.link), 0}}, atFlush, polls) {
+		if f.kind != 'F' {
+			continue
+		}
+		sent := min(room, int(f.size))
+		room -= sent
+		want = append(want, fmt.Sprintf("sent=%d drops=%d", sent, int(f.size)-sent))
+		if sent < int(f.size) {
+			txDropped++
+		}
+	}
+	return got, want, txDropped
+}
+
+// queueState checks, by the frame just sent through the qdisc, whether the
+// XDP frames left the queue awake (native: the qdisc hands it on and
+// tun_net_xmit drops it, FULL_RING) or stopped (generic: it waits in the
+// qdisc, seed 000's behaviour).
+func (tp tap) queueState(t *testing.T, r *rig, d driver, q0 counters.Qdisc, txDropped uint64) {
+	t.Helper()
+	q, err := counters.ReadRootQdisc(r.env, tp.link.Attrs().Name)
+	assert.NilError(t, err)
+	stats := tp.stats(t, r)
+	if d.when() == atFlush {
+		assert.Check(t, is.Equal(q.Packets-q0.Packets, uint64(1)), "queue awake after the XDP frames: the qdisc hands the frame on; %v", q)
+		assert.Check(t, is.Equal(stats.TxDropped-txDropped, uint64(1)), "tun_net_xmit drops it (FULL_RING); tap %v", stats)
+		return
+	}
+	assert.Check(t, is.Equal(q.Qlen, uint64(1)), "queue stopped by the XDP frames: the frame waits in the qdisc; %v", q)
+	assert.Check(t, is.Equal(stats.TxDropped-txDropped, uint64(0)), "tap %v", stats)
+	if q.Qlen == 1 && stats.TxDropped == txDropped {
+		feature.Shows(t, feature.Seed000Tun, "the ring the generic XDP frames filled stopped the queue: the next frame waited in the qdisc")
+	}
 }
 
 // openTap creates tap0 in the rig's namespace with IFF_BACKPRESSURE, a ring
 // of tapRing, a pfifo qdisc, up.
-func openTap(t *testing.T, r *Rig) (*tuntap.Device, netlink.Link) {
+func openTap(t *testing.T, r *rig) tap {
 	t.Helper()
-	var tap *tuntap.Device
-	assert.NilError(t, r.Env.Do(func() (err error) {
-		tap, err = tuntap.Open("tap0", tuntap.IFFTap|tuntap.IFFNoPI|tuntap.IFFBackpressure)
+	var dev *tuntap.Device
+	assert.NilError(t, r.env.Do(func() (err error) {
+		dev, err = tuntap.Open("tap0", tuntap.IFFTap|tuntap.IFFNoPI|tuntap.IFFBackpressure)
 		return err
 	}))
-	t.Cleanup(func() { tap.Close() })
-	flags, err := tap.Flags()
+	t.Cleanup(func() { dev.Close() })
+	flags, err := dev.Flags()
 	assert.NilError(t, err)
 	assert.Assert(t, flags&tuntap.IFFBackpressure != 0, "TUNGETIFF %#x: the kernel did not keep IFF_BACKPRESSURE", flags)
-	link := r.Env.Link(t, tap.Name)
-	assert.NilError(t, r.Env.Handle.LinkSetTxQLen(link, tapRing))
-	r.Env.Pfifo(t, link, 100)
-	r.Env.Up(t, link)
-	return tap, r.Env.Link(t, tap.Name)
+	link := r.env.Link(t, dev.Name)
+	assert.NilError(t, r.env.Handle.LinkSetTxQLen(link, tapRing))
+	r.env.Pfifo(t, link, 100)
+	r.env.Up(t, link)
+	return tap{dev: dev, link: r.env.Link(t, dev.Name)}
 }
 
 // sendOn sends one frame (stream 2) on l through its qdisc and returns
 // how many the kernel took.
-func sendOn(t *testing.T, r *Rig, l netlink.Link) uint64 {
+func sendOn(t *testing.T, r *rig, l netlink.Link) uint64 {
 	t.Helper()
 	var res traffic.Result
-	assert.NilError(t, r.Env.Do(func() error {
+	assert.NilError(t, r.env.Do(func() error {
 		s, err := traffic.NewSender(l.Attrs().Index, 2)
 		if err != nil {
 			return err
