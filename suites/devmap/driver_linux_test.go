@@ -15,20 +15,22 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/nopreempt"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
 // drivers are the ways in: BPF_PROG_TEST_RUN with live frames (5.18+) and
-// real frames on a veth pair with the main program in native mode, both on
-// the native path; and real frames with the main program in generic (SKB)
-// mode.
+// real frames on a veth pair with the main program in native mode, its NAPI
+// in softirq or in a thread of its own (threaded NAPI, 5.12+), all on the
+// native path; and real frames with the main program in generic (SKB) mode.
 var drivers = []struct {
 	name string
 	new  func(tb testing.TB, r *rig) driver
 }{
 	{"LiveFrames", newLiveDriver},
-	{"Veth", newVethDriver},
+	{"Veth", func(tb testing.TB, r *rig) driver { return newVethDriver(tb, r, false) }},
+	{"VethThreaded", func(tb testing.TB, r *rig) driver { return newVethDriver(tb, r, true) }},
 	{"Generic", newGenericDriver},
 }
 
@@ -126,11 +128,20 @@ type vethDriver struct {
 }
 
 // newVethDriver attaches xdp_main to in0 and tc_burst to in0p, or skips tb
-// when the kernel has no clsact or cls_bpf.
-func newVethDriver(tb testing.TB, r *rig) driver {
+// when the kernel has no clsact or cls_bpf; threaded moves in0's NAPI to a
+// kernel thread, or skips tb when the kernel cannot.
+func newVethDriver(tb testing.TB, r *rig, threaded bool) driver {
 	tb.Helper()
 	feature.Require(tb, attachBurst(r))
 	r.attachXDP(tb, r.in, r.objs.XdpMain)
+	if threaded {
+		switch err := r.env.ThreadedNAPI(r.in.Attrs().Name); {
+		case errors.Is(err, netenv.ErrNoThreadedNAPI):
+			tb.Skipf("in0's NAPI cannot be threaded: %v (threaded NAPI came in 5.12)", err)
+		case err != nil:
+			tb.Fatalf("threaded NAPI on in0: %v", err)
+		}
+	}
 	return &vethDriver{r: r, sender: newSender(tb, r)}
 }
 
