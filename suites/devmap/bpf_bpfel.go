@@ -30,6 +30,7 @@ type bpfConfig struct {
 	Burst        uint32
 	Ingress      uint32
 	PlainIfindex uint32
+	Keep         uint32
 }
 
 type bpfFlush struct {
@@ -38,6 +39,12 @@ type bpfFlush struct {
 	Sent      int32
 	Drops     int32
 	Seq       uint32
+}
+
+type bpfFrameBytes struct {
+	_   structs.HostLayout
+	Len uint32
+	B   [72]uint8
 }
 
 type bpfMarkKey struct {
@@ -56,6 +63,12 @@ type bpfRun struct {
 	Verdict uint32
 	Ingress uint32
 	Mark    uint32
+}
+
+type bpfRxKey struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Slot    uint32
 }
 
 type bpfSeen struct {
@@ -91,9 +104,12 @@ const (
 	bpfMapFlushes           = "flushes"
 	bpfMapForeign           = "foreign"
 	bpfMapMarks             = "marks"
+	bpfMapOriginals         = "originals"
 	bpfMapPattern           = "pattern"
 	bpfMapReceived          = "received"
 	bpfMapRuns              = "runs"
+	bpfMapRxCount           = "rx_count"
+	bpfMapRxLog             = "rx_log"
 	bpfMapSeen              = "seen"
 	bpfMapState             = "state"
 	bpfMapWatch             = "watch"
@@ -106,8 +122,12 @@ const (
 	bpfProgXdpDevmapB       = "xdp_devmap_b"
 	bpfProgXdpDevmapDrop    = "xdp_devmap_drop"
 	bpfProgXdpDevmapMark    = "xdp_devmap_mark"
+	bpfProgXdpDevmapPad     = "xdp_devmap_pad"
+	bpfProgXdpDevmapTrim    = "xdp_devmap_trim"
+	bpfProgXdpDevmapVlan    = "xdp_devmap_vlan"
 	bpfProgXdpMain          = "xdp_main"
 	bpfProgXdpSink          = "xdp_sink"
+	bpfProgXdpSinkLog       = "xdp_sink_log"
 )
 
 // loadBpf returns the embedded CollectionSpec for bpf.
@@ -161,8 +181,12 @@ type bpfProgramSpecs struct {
 	XdpDevmapB       *ebpf.ProgramSpec `ebpf:"xdp_devmap_b"`
 	XdpDevmapDrop    *ebpf.ProgramSpec `ebpf:"xdp_devmap_drop"`
 	XdpDevmapMark    *ebpf.ProgramSpec `ebpf:"xdp_devmap_mark"`
+	XdpDevmapPad     *ebpf.ProgramSpec `ebpf:"xdp_devmap_pad"`
+	XdpDevmapTrim    *ebpf.ProgramSpec `ebpf:"xdp_devmap_trim"`
+	XdpDevmapVlan    *ebpf.ProgramSpec `ebpf:"xdp_devmap_vlan"`
 	XdpMain          *ebpf.ProgramSpec `ebpf:"xdp_main"`
 	XdpSink          *ebpf.ProgramSpec `ebpf:"xdp_sink"`
+	XdpSinkLog       *ebpf.ProgramSpec `ebpf:"xdp_sink_log"`
 }
 
 // bpfMapSpecs contains maps before they are loaded into the kernel.
@@ -175,9 +199,12 @@ type bpfMapSpecs struct {
 	Flushes    *ebpf.MapSpec `ebpf:"flushes"`
 	Foreign    *ebpf.MapSpec `ebpf:"foreign"`
 	Marks      *ebpf.MapSpec `ebpf:"marks"`
+	Originals  *ebpf.MapSpec `ebpf:"originals"`
 	Pattern    *ebpf.MapSpec `ebpf:"pattern"`
 	Received   *ebpf.MapSpec `ebpf:"received"`
 	Runs       *ebpf.MapSpec `ebpf:"runs"`
+	RxCount    *ebpf.MapSpec `ebpf:"rx_count"`
+	RxLog      *ebpf.MapSpec `ebpf:"rx_log"`
 	Seen       *ebpf.MapSpec `ebpf:"seen"`
 	State      *ebpf.MapSpec `ebpf:"state"`
 	Watch      *ebpf.MapSpec `ebpf:"watch"`
@@ -215,9 +242,12 @@ type bpfMaps struct {
 	Flushes    *ebpf.Map `ebpf:"flushes"`
 	Foreign    *ebpf.Map `ebpf:"foreign"`
 	Marks      *ebpf.Map `ebpf:"marks"`
+	Originals  *ebpf.Map `ebpf:"originals"`
 	Pattern    *ebpf.Map `ebpf:"pattern"`
 	Received   *ebpf.Map `ebpf:"received"`
 	Runs       *ebpf.Map `ebpf:"runs"`
+	RxCount    *ebpf.Map `ebpf:"rx_count"`
+	RxLog      *ebpf.Map `ebpf:"rx_log"`
 	Seen       *ebpf.Map `ebpf:"seen"`
 	State      *ebpf.Map `ebpf:"state"`
 	Watch      *ebpf.Map `ebpf:"watch"`
@@ -231,9 +261,12 @@ func (m *bpfMaps) Close() error {
 		m.Flushes,
 		m.Foreign,
 		m.Marks,
+		m.Originals,
 		m.Pattern,
 		m.Received,
 		m.Runs,
+		m.RxCount,
+		m.RxLog,
 		m.Seen,
 		m.State,
 		m.Watch,
@@ -259,8 +292,12 @@ type bpfPrograms struct {
 	XdpDevmapB       *ebpf.Program `ebpf:"xdp_devmap_b"`
 	XdpDevmapDrop    *ebpf.Program `ebpf:"xdp_devmap_drop"`
 	XdpDevmapMark    *ebpf.Program `ebpf:"xdp_devmap_mark"`
+	XdpDevmapPad     *ebpf.Program `ebpf:"xdp_devmap_pad"`
+	XdpDevmapTrim    *ebpf.Program `ebpf:"xdp_devmap_trim"`
+	XdpDevmapVlan    *ebpf.Program `ebpf:"xdp_devmap_vlan"`
 	XdpMain          *ebpf.Program `ebpf:"xdp_main"`
 	XdpSink          *ebpf.Program `ebpf:"xdp_sink"`
+	XdpSinkLog       *ebpf.Program `ebpf:"xdp_sink_log"`
 }
 
 func (p *bpfPrograms) Close() error {
@@ -274,8 +311,12 @@ func (p *bpfPrograms) Close() error {
 		p.XdpDevmapB,
 		p.XdpDevmapDrop,
 		p.XdpDevmapMark,
+		p.XdpDevmapPad,
+		p.XdpDevmapTrim,
+		p.XdpDevmapVlan,
 		p.XdpMain,
 		p.XdpSink,
+		p.XdpSinkLog,
 	)
 }
 

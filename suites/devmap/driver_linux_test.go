@@ -25,13 +25,14 @@ import (
 // in softirq or in a thread of its own (threaded NAPI, 5.12+), all on the
 // native path; and real frames with the main program in generic (SKB) mode.
 var drivers = []struct {
-	name string
-	new  func(tb testing.TB, r *rig) driver
+	name   string
+	native bool
+	new    func(tb testing.TB, r *rig) driver
 }{
-	{"LiveFrames", newLiveDriver},
-	{"Veth", func(tb testing.TB, r *rig) driver { return newVethDriver(tb, r, false) }},
-	{"VethThreaded", func(tb testing.TB, r *rig) driver { return newVethDriver(tb, r, true) }},
-	{"Generic", newGenericDriver},
+	{"LiveFrames", true, newLiveDriver},
+	{"Veth", true, func(tb testing.TB, r *rig) driver { return newVethDriver(tb, r, false) }},
+	{"VethThreaded", true, func(tb testing.TB, r *rig) driver { return newVethDriver(tb, r, true) }},
+	{"Generic", false, newGenericDriver},
 }
 
 // liveDriver runs xdp_main with BPF_F_TEST_XDP_LIVE_FRAMES: every repetition

@@ -37,10 +37,13 @@ const (
 	progB    = 2
 	progDrop = 3
 	progMark = 4
+	progVLAN = 5
+	progTrim = 6
+	progPad  = 7
 )
 
 func progName(tag uint32) string {
-	names := map[uint32]string{progA: "A", progB: "B", progDrop: "drop", progMark: "mark"}
+	names := map[uint32]string{progA: "A", progB: "B", progDrop: "drop", progMark: "mark", progVLAN: "vlan", progTrim: "trim", progPad: "pad"}
 	if n, ok := names[tag]; ok {
 		return n
 	}

@@ -43,7 +43,7 @@ func format(evs []event) string {
 // parseEvents reads the notation of format.
 func parseEvents(s string) ([]event, error) {
 	tags := map[string]uint32{}
-	for tag := uint32(1); tag <= progMark; tag++ {
+	for tag := uint32(1); tag <= progPad; tag++ {
 		tags[progName(tag)] = tag
 	}
 	var out []event

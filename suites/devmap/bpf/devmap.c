@@ -25,6 +25,11 @@
 #define BURST_MARK 0x786d6974
 #define NUMBER_AT 30 // payload offset of the frame number, after traffic.Frame's header
 #define MARK_AT 34   // payload offset of the mark xdp_devmap_mark writes into its copy
+#define FRAME_BYTES 72 // bytes of a frame the originals and rx logs keep
+#define ORIGINALS 256  // entries of the originals log (a power of two)
+#define RX_LOG 128     // frames each logging sink keeps
+#define VLAN_ID 0x123  // the VID xdp_devmap_vlan tags with
+#define TRAILER 4      // bytes xdp_devmap_trim removes and xdp_devmap_pad adds at the tail
 
 char __license[] SEC("license") = "GPL";
 
@@ -48,6 +53,7 @@ struct config {
 	__u32 burst;       // frames tc_burst sends for each frame it sees (1 = none added)
 	__u32 ingress;     // ifindex the xdp_devmap_xmit counter accepts as from_dev
 	__u32 plain_ifindex; // where PLAIN_KEY redirects, with bpf_redirect
+	__u32 keep;        // xdp_main keeps each numbered frame's bytes in originals
 };
 
 // state is what the programs count.
@@ -84,6 +90,19 @@ struct seen {
 struct mark_key {
 	__u32 ifindex; // the sink's device
 	__u32 mark;    // the mark in the frame's payload (0: none)
+};
+
+// frame_bytes is the head of one frame: len is its length, or FRAME_BYTES + 1
+// when it is longer than what b holds.
+struct frame_bytes {
+	__u32 len;
+	__u8 b[FRAME_BYTES];
+};
+
+// rx_key is one slot of a logging sink's frames.
+struct rx_key {
+	__u32 ifindex; // the sink's device
+	__u32 slot;    // the frame's place in the order the sink saw them
 };
 
 // struct bpf_devmap_val from <linux/bpf.h> (5.8+): ifindex and program fd.
@@ -167,6 +186,32 @@ struct {
 	__type(value, __u64);
 } marks SEC(".maps");
 
+// originals holds each numbered frame as xdp_main redirected it (slot: its
+// number), when cfg->keep is set.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, ORIGINALS);
+	__type(key, __u32);
+	__type(value, struct frame_bytes);
+} originals SEC(".maps");
+
+// rx_count and rx_log are what the logging sinks saw: how many frames per
+// ifindex, and the first RX_LOG of them. A sink's NAPI runs on one CPU at a
+// time, so its count needs no atomics.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, __u32);
+} rx_count SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 3 * RX_LOG);
+	__type(key, struct rx_key);
+	__type(value, struct frame_bytes);
+} rx_log SEC(".maps");
+
 // watch holds the ifindexes whose xdp_devmap_xmit events are counted.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -215,6 +260,26 @@ static __always_inline __u32 *payload_u32(struct xdp_md *ctx, __u32 off)
 	return data + off;
 }
 
+// copy_frame copies the head of the frame into f.
+static __always_inline void copy_frame(struct xdp_md *ctx, struct frame_bytes *f)
+{
+	__u8 *data = (void *)(long)ctx->data;
+	__u8 *end = (void *)(long)ctx->data_end;
+	__u32 n = 0;
+	int i;
+
+#pragma clang loop unroll(full)
+	for (i = 0; i < FRAME_BYTES; i++) {
+		if (data + i + 1 > end)
+			break;
+		f->b[i] = data[i];
+		n++;
+	}
+	if (data + FRAME_BYTES + 1 <= end)
+		n = FRAME_BYTES + 1;
+	f->len = n;
+}
+
 static __always_inline int ours(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -248,6 +313,13 @@ int xdp_main(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	frame = st->frames++;
 	*(__u32 *)(data + NUMBER_AT) = frame;
+	if (cfg->keep) {
+		idx = frame & (ORIGINALS - 1);
+		struct frame_bytes *o = bpf_map_lookup_elem(&originals, &idx);
+
+		if (o)
+			copy_frame(ctx, o);
+	}
 	if (cfg->pattern_len) {
 		idx = frame % cfg->pattern_len;
 		k = bpf_map_lookup_elem(&pattern, &idx);
@@ -344,6 +416,65 @@ int xdp_devmap_mark(struct xdp_md *ctx)
 	return verdict;
 }
 
+// xdp_devmap_vlan tags its frame for VLAN_ID: bpf_xdp_adjust_head makes room
+// for an 802.1Q header after the MAC addresses, which move 4 bytes up.
+SEC("xdp/devmap")
+int xdp_devmap_vlan(struct xdp_md *ctx)
+{
+	int verdict = devmap_run(ctx, 5, XDP_PASS);
+	__u8 *data, mac[12];
+	int i;
+
+	if (bpf_xdp_adjust_head(ctx, -4))
+		return XDP_ABORTED;
+	data = (void *)(long)ctx->data;
+	if (data + 18 > (__u8 *)(long)ctx->data_end)
+		return XDP_ABORTED;
+#pragma clang loop unroll(full)
+	for (i = 0; i < 12; i++)
+		mac[i] = data[4 + i];
+#pragma clang loop unroll(full)
+	for (i = 0; i < 12; i++)
+		data[i] = mac[i];
+	data[12] = 0x81;
+	data[13] = 0x00;
+	data[14] = VLAN_ID >> 8;
+	data[15] = VLAN_ID & 0xff;
+	return verdict;
+}
+
+// xdp_devmap_trim shortens its frame by TRAILER bytes (bpf_xdp_adjust_tail).
+SEC("xdp/devmap")
+int xdp_devmap_trim(struct xdp_md *ctx)
+{
+	int verdict = devmap_run(ctx, 6, XDP_PASS);
+
+	if (bpf_xdp_adjust_tail(ctx, -TRAILER))
+		return XDP_ABORTED;
+	return verdict;
+}
+
+// xdp_devmap_pad appends a TRAILER-byte trailer, "pad!", to its frame
+// (bpf_xdp_adjust_tail); it expects a frame of 60 bytes (traffic.FrameLen).
+SEC("xdp/devmap")
+int xdp_devmap_pad(struct xdp_md *ctx)
+{
+	int verdict = devmap_run(ctx, 7, XDP_PASS);
+	__u8 *data, *end;
+
+	if (bpf_xdp_adjust_tail(ctx, TRAILER))
+		return XDP_ABORTED;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + 60 + TRAILER > end || data + 60 + TRAILER + 1 <= end)
+		return XDP_ABORTED;
+	data[60] = 'p';
+	data[61] = 'a';
+	data[62] = 'd';
+	data[63] = '!';
+	return verdict;
+}
+
 // xdp_sink sits on the destinations' peers: veth's ndo_xdp_xmit needs an XDP
 // program on the receiving end, and the sink counts what arrived: our
 // frames per mark, and every other frame as foreign.
@@ -362,6 +493,28 @@ int xdp_sink(struct xdp_md *ctx)
 	if (p)
 		mk.mark = *p;
 	count(&marks, &mk);
+	return XDP_DROP;
+}
+
+// xdp_sink_log is a sink that keeps every frame's bytes, ours or not, in
+// the order it received them (rx_count, rx_log).
+SEC("xdp")
+int xdp_sink_log(struct xdp_md *ctx)
+{
+	struct rx_key k = { .ifindex = ctx->ingress_ifindex };
+	struct frame_bytes f = {};
+	__u32 one = 1, *n = bpf_map_lookup_elem(&rx_count, &k.ifindex);
+
+	if (n) {
+		k.slot = *n;
+		*n += 1;
+	} else {
+		bpf_map_update_elem(&rx_count, &k.ifindex, &one, BPF_NOEXIST);
+	}
+	if (k.slot >= RX_LOG)
+		return XDP_DROP;
+	copy_frame(ctx, &f);
+	bpf_map_update_elem(&rx_log, &k, &f, BPF_ANY);
 	return XDP_DROP;
 }
 
