@@ -80,8 +80,9 @@ func flushTimeCases() []modelCase {
 	}
 }
 
-// recordedCases are sequences debian:7.3 logged with in0's NAPI threaded
-// (ifindexes: in0 3, a0 5, b0 7): bursts split over polls of its choosing.
+// recordedCases are sequences debian:7.3 logged with in0's NAPI threaded,
+// and debian:7.3-rt with its NAPI in softirq (ifindexes: in0 3, a0 5, b0 7):
+// bursts split over polls of the kernel's choosing.
 func recordedCases() []modelCase {
 	ab := map[uint32]entry{0: {5, progA}, 1: {7, progB}}
 	return []modelCase{
@@ -94,6 +95,13 @@ func recordedCases() []modelCase {
 				"D3@7/B D5@7/B D7@7/B D9@7/B D11@7/B D13@7/B D15@7/B D17@7/B D19@7/B D21@7/B D23@7/B D25@7/B D27@7/B D29@7/B D31@7/B D33@7/B F16@7 M36>0 " +
 				"D4@5/A D6@5/A D8@5/A D10@5/A D12@5/A D14@5/A D16@5/A D18@5/A D20@5/A D22@5/A D24@5/A D26@5/A D28@5/A D30@5/A D32@5/A D34@5/A F16@5 M37>1 M38>0 M39>1 " +
 				"D36@5/A D38@5/A F2@5 D35@7/B D37@7/B D39@7/B F3@7", []int{1, 1, 1, 37}, false, true},
+		{"Recorded/RT/ABAB/Batch40", load{frames: 40, keys: []uint32{0, 1}}, ab,
+			"M0>0 D0@5/A F1@5 M1>1 D1@7/B F1@7 M2>0 M3>1 M4>0 M5>1 D3@7/B D5@7/B F2@7 D2@5/A D4@5/A F2@5 M6>0 M7>1 M8>0 D7@7/B F1@7 D6@5/A D8@5/A F2@5 " +
+				"M9>1 M10>0 M11>1 M12>0 M13>1 M14>0 M15>1 D10@5/A D12@5/A D14@5/A F3@5 D9@7/B D11@7/B D13@7/B D15@7/B F4@7 " +
+				"M16>0 M17>1 M18>0 M19>1 M20>0 D17@7/B D19@7/B F2@7 D16@5/A D18@5/A D20@5/A F3@5 " +
+				"M21>1 M22>0 M23>1 M24>0 M25>1 M26>0 M27>1 D22@5/A D24@5/A D26@5/A F3@5 D21@7/B D23@7/B D25@7/B D27@7/B F4@7 " +
+				"M28>0 M29>1 M30>0 M31>1 M32>0 M33>1 M34>0 D29@7/B D31@7/B D33@7/B F3@7 D28@5/A D30@5/A D32@5/A D34@5/A F4@5 " +
+				"M35>1 M36>0 M37>1 M38>0 M39>1 D36@5/A D38@5/A F2@5 D35@7/B D37@7/B D39@7/B F3@7", []int{1, 1, 4, 3, 7, 5, 7, 7, 5}, false, true},
 	}
 }
 
