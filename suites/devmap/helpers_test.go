@@ -133,8 +133,17 @@ func (s sequence) report(t *testing.T, also string) {
 	case s.err != nil:
 		t.Fatalf("run order %s: %v", shape(s.got), s.err)
 	case s.enqueue:
-		before004(t, fmt.Sprintf("devmap program ran at enqueue time: each frame's D run right after its M run, before its queue's flush (%s)%s", shape(s.got), also))
+		before004(t, fmt.Sprintf("devmap program ran at enqueue time: each frame's D run right after its M run, before its queue's flush (%s)%s", counts(s.got), also))
 	case s.shows:
 		feature.Shows(t, feature.Seed004, fmt.Sprintf("the devmap programs ran at flush: %s, polls of %v frames", shape(s.got), s.polls))
 	}
+}
+
+// counts sums a sequence by kind: "64 M runs, 64 D runs, 4 flushes".
+func counts(evs []event) string {
+	n := map[byte]int{}
+	for _, e := range evs {
+		n[e.kind]++
+	}
+	return fmt.Sprintf("%d M runs, %d D runs, %d flushes", n['M'], n['D'], n['F'])
 }
