@@ -107,6 +107,14 @@ func recordedCases() []modelCase {
 
 func enqueueTimeCases() []modelCase {
 	return []modelCase{
+		// Recorded on debian:5.10, veth (a0 5, b0 7): the full queues flush
+		// at frames 32 and 33, A and B go back to the flush list's head.
+		{"Recorded/5.10/ABAB/Batch40", load{frames: 40, keys: []uint32{0, 1}}, map[uint32]entry{0: {5, progA}, 1: {7, progB}},
+			"M0>0 D0@5/A M1>1 D1@7/B M2>0 D2@5/A M3>1 D3@7/B M4>0 D4@5/A M5>1 D5@7/B M6>0 D6@5/A M7>1 D7@7/B M8>0 D8@5/A M9>1 D9@7/B " +
+				"M10>0 D10@5/A M11>1 D11@7/B M12>0 D12@5/A M13>1 D13@7/B M14>0 D14@5/A M15>1 D15@7/B M16>0 D16@5/A M17>1 D17@7/B " +
+				"M18>0 D18@5/A M19>1 D19@7/B M20>0 D20@5/A M21>1 D21@7/B M22>0 D22@5/A M23>1 D23@7/B M24>0 D24@5/A M25>1 D25@7/B " +
+				"M26>0 D26@5/A M27>1 D27@7/B M28>0 D28@5/A M29>1 D29@7/B M30>0 D30@5/A M31>1 D31@7/B M32>0 D32@5/A F16@5 M33>1 D33@7/B F16@7 " +
+				"M34>0 D34@5/A M35>1 D35@7/B M36>0 D36@5/A M37>1 D37@7/B M38>0 D38@5/A M39>1 D39@7/B F4@7 F4@5", nil, true, false},
 		// 5.10, veth, bursts of 16: D right after M, one flush per poll.
 		{"Enqueue/Polls16", load{frames: 4, keys: []uint32{0}}, oneDest, "M0>0 D0@10/A M1>0 D1@10/A F2@10 M2>0 D2@10/A M3>0 D3@10/A F2@10", nil, true, false},
 		// 5.10's XDP_DROP at enqueue: nothing queued, no flush at all.
