@@ -120,42 +120,51 @@ func (tp tap) xdpIntoFullRing(ctx context.Context, t *testing.T, r *rig, d drive
 	drops, err := counters.WaitFor(ctx, 5*time.Second, dropped, func(n uint64) bool { return n >= frames-tapRing })
 	assert.Check(t, err, "XDP frames dropped at the tap; tap %v", stats)
 	xdp := counters.Accounting{Sent: frames, DeviceDrops: drops, InDevice: frames - min(drops, frames)}
-	got, want, wantTxDropped := tp.flushes(t, r, d, int(frames))
-	assert.Check(t, is.DeepEqual(got, want), "xdp_devmap_xmit events to the tap; %v", xdp)
-	assert.Check(t, is.Equal(stats.TxDropped, wantTxDropped), "tap tx_dropped after the XDP frames; %v; tap %v", xdp, stats)
+	f := tp.flushes(t, r, d, int(frames))
+	assert.Check(t, is.DeepEqual(f.got, f.want), "xdp_devmap_xmit events to the tap; %v", xdp)
+	assert.Check(t, is.Equal(stats.TxDropped, f.txDropped), "tap tx_dropped after the XDP frames; %v; tap %v", xdp, stats)
 	assert.Check(t, is.Equal(stats.TxPackets, uint64(0)), "tap tx_packets before the reader; tap %v", stats)
 	return xdp
 }
 
-// flushes returns the xdp_devmap_xmit events to the tap as logged and as
-// the kernel's rule wants them for the polls the events show: each flush
+// tapFlushes are the xdp_devmap_xmit events to the tap as logged and as
+// the kernel's rule wants them, and the tx_dropped that rule wants.
+type tapFlushes struct {
+	got, want []string
+	txDropped uint64
+}
+
+// flushes reads the xdp_devmap_xmit events to the tap and derives what the
+// kernel's rule wants of them for the polls the events show: each flush
 // sends what the ring still has room for and drops the rest; tx_dropped
 // counts the flushes that met the full ring. The generic path flushes
 // nothing and drops every frame beyond the ring in tx_dropped.
-func (tp tap) flushes(t *testing.T, r *rig, d driver, frames int) (got, want []string, txDropped uint64) {
+func (tp tap) flushes(t *testing.T, r *rig, d driver, frames int) tapFlushes {
 	t.Helper()
-	for _, f := range r.flushes(t) {
-		got = append(got, fmt.Sprintf("sent=%d drops=%d", f.Sent, f.Drops))
+	var f tapFlushes
+	for _, fl := range r.flushes(t) {
+		f.got = append(f.got, fmt.Sprintf("sent=%d drops=%d", fl.Sent, fl.Drops))
 	}
 	if d.when() == atOnce {
-		return got, nil, uint64(frames - tapRing)
+		f.txDropped = uint64(frames - tapRing)
+		return f
 	}
 	tr := load{frames: frames, keys: []uint32{0}}
 	polls, err := explain(r.events(t), tr, map[uint32]entry{0: {ifindex(tp.link), 0}}, atFlush)
 	assert.Check(t, err, "runs and flushes to the tap in polls of %v", polls)
 	room := tapRing
-	for _, f := range simulate(tr, map[uint32]entry{0: {ifindex(tp.link), 0}}, atFlush, polls) {
-		if f.kind != 'F' {
+	for _, e := range simulate(tr, map[uint32]entry{0: {ifindex(tp.link), 0}}, atFlush, polls) {
+		if e.kind != 'F' {
 			continue
 		}
-		sent := min(room, int(f.size))
+		sent := min(room, int(e.size))
 		room -= sent
-		want = append(want, fmt.Sprintf("sent=%d drops=%d", sent, int(f.size)-sent))
-		if sent < int(f.size) {
-			txDropped++
+		f.want = append(f.want, fmt.Sprintf("sent=%d drops=%d", sent, int(e.size)-sent))
+		if sent < int(e.size) {
+			f.txDropped++
 		}
 	}
-	return got, want, txDropped
+	return f
 }
 
 // queueState checks, by the frame just sent through the qdisc, whether the
