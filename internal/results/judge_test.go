@@ -169,3 +169,24 @@ func TestJudgeNamedSeeds(t *testing.T) {
 	_, ok = r.verdict(feature.Seed003)
 	assert.Check(t, !ok, "a seed only the expectation file names is judged where its tests ran")
 }
+
+// TestBrokenNamesTheFailure: the verdict's reason is the failed assertion,
+// not the progress a test logged before it, and a kernel report first.
+func TestBrokenNamesTheFailure(t *testing.T) {
+	r := judged(t, "003", nil, []string{"TestFastPath", "fail", tag(feature.Seed003),
+		"fastpath_test.go:69: 10s of at most 40s: 147 of 300 calls decided",
+		"fastpath_test.go:88: assertion failed: error is not nil: frames stranded"})
+	v, _ := r.verdict(feature.Seed003)
+	assert.Check(t, is.Equal(v.Why, "suites/tun.TestFastPath: a_test.go:7: fastpath_test.go:88: assertion failed: error is not nil: frames stranded"))
+
+	r = NewRun("k")
+	r.Add(Event{Action: "run", Package: pkg, Test: "TestFastPath"})
+	r.Add(Event{Action: "output", Package: pkg, Test: "TestFastPath", Output: "    a_test.go:7: " + tag(feature.Seed003) + "\n"})
+	r.Add(Event{Action: "output", Package: pkg, Test: "TestFastPath", Output: "    fastpath_test.go:69: 10s of at most 40s\n"})
+	r.AttachKernel(pkg, "WARNING", []string{"WARNING: CPU: 1 PID: 9 at net/core/dev.c:1 x"})
+	r.Add(Event{Action: "pass", Package: pkg, Test: "TestFastPath"})
+	r.Finish(nil)
+	r.Judge(feature.Expectation{}, "test")
+	v, _ = r.verdict(feature.Seed003)
+	assert.Check(t, is.Contains(v.Why, "kernel WARNING: WARNING: CPU: 1"))
+}

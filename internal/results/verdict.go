@@ -65,18 +65,28 @@ func (r *Run) Mismatched() bool {
 	return len(r.Misses) > 0
 }
 
-// firstFailure is the first line a failed test logged from a test file
-// (its first failing assertion), or the kernel's report.
+// firstFailure is the line that says why the test failed: the kernel's
+// report when one is attached, else the first failed assertion
+// (gotest.tools says "assertion failed"), else the last line the test
+// logged from a test file (a Fatal's message ends the test), skipping its
+// records and its progress lines before.
 func (t *Test) firstFailure() string {
+	if len(t.Kernel) > 1 {
+		return strings.Join(t.Kernel[:2], " ")
+	}
+	last := ""
 	for _, l := range t.Output {
 		l = strings.TrimSpace(l)
 		if _, ok := feature.ParseRecord(l); ok || !strings.Contains(l, ".go:") || strings.Contains(l, "failed to parse source file") {
 			continue
 		}
-		return l
+		if strings.Contains(l, "assertion failed") {
+			return l
+		}
+		last = l
 	}
-	if len(t.Kernel) > 1 {
-		return strings.Join(t.Kernel[:2], " ")
+	if last != "" {
+		return last
 	}
 	if len(t.Output) > 0 {
 		return strings.TrimSpace(t.Output[len(t.Output)-1])
