@@ -2,6 +2,7 @@ package tun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -21,29 +22,19 @@ import (
 // BenchmarkTap is the table of seed 000 for a tap: 1 and 2 sending
 // threads, one reader, flag off with the qdisc the kernel attaches ("Stock")
 // against flag on with fq_codel ("Patched with fq_codel qdisc"). One op is
-// one frame sent; it reports tx_pps (frames handed to the kernel per second
-// of sending), rx_pps (frames read per second) and lost/s (tun and qdisc
-// drops per second, also apart as tun_lost/s and qdisc_lost/s, which
+// one frame sent; it reports tx-pps (frames handed to the kernel per
+// second of sending), rx-pps (frames read per second) and lost/s (tun and
+// qdisc drops per second, also apart as tun_lost/s and qdisc_lost/s, which
 // includes QDISC_BURST_DROP before the qdisc), the last two over the time
 // from the first send until every frame was read or counted as dropped,
-// and tx/cpu_s (frames sent per CPU-second of the whole test process). The
-// senders (traffic.Sender: 64 frames per sendmmsg) never block, so with the
-// flag the losses move from tun to the qdisc rather than vanish. The
-// reader busy-polls the tap (traffic.Reader.ReadToEnd), from a file out of
-// the runtime's poller (tuntap.OpenBlocking), on a CPU of its own, with the
-// senders on the other CPUs (placement). With 2 CPUs both senders share
-// one, and the reader keeps up with them: lost/s is near zero in both rows
-// on this machine, where the seed's 2-thread row loses frames; with more
-// CPUs each sender has one of its own. Every stream must arrive in order.
-//
-// Against tapbench.c, whose reader sleeps in read(2) wherever the scheduler
-// puts it (testdata/tapbench-compare.sh, 10 interleaved rounds of 5 s, this
-// machine's 6.18, 2026-12-01), Go/C frames received per second: 1.19 with
-// 1 sending thread, 1.32 with 2; frames sent: 1.18 and 1.00, where
-// tapbench.c's 2 senders have part of the reader's CPU too.
-//
-// testdata/tapbench-compare.sh runs it against the C reference sender
-// (tapbench.c) on the running kernel, interleaved.
+// and tx/cpu_s (frames sent per CPU-second of the whole test process).
+// The senders (traffic.Sender: 64 frames per sendmmsg) never block, so
+// with the flag the losses move from tun to the qdisc rather than vanish.
+// The reader busy-polls the tap (traffic.Reader.ReadToEnd), from a file
+// out of the runtime's poller (tuntap.OpenBlocking), on a CPU of its own,
+// with the senders on the other CPUs (placement). Every stream must arrive
+// in order. testdata/tapbench-compare.sh runs it against the C reference
+// sender (tapbench.c) on the running kernel, interleaved.
 func BenchmarkTap(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		for _, mode := range []string{"flag=off", "flag=on+fq_codel"} {
@@ -59,119 +50,157 @@ func BenchmarkTap(b *testing.B) {
 }
 
 func benchTap(b *testing.B, threads int, o tapOpts) {
-	te := newTap(b, o)
-	senders := make([]*traffic.Sender, threads)
-	for i := range senders {
-		senders[i] = te.sender(b, uint32(i+1))
-	}
-	burst := te.burstDrops(b)
-	base, err := te.state()
-	assert.NilError(b, err)
-
-	// The reader stops at a frame of stream 0, which no sender above uses.
-	end := te.sender(b, 0)
-	r := traffic.NewReader(te.dev.File)
-
 	// A P for every goroutine that runs (the senders, the reader, this
-	// one), so that none waits for another's turn, and a thread of its own
-	// on its CPU for each sender and for the reader (pin).
+	// one), so that none waits for another's turn.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), threads+2)))
-	cpus, err := place(threads)
-	assert.NilError(b, err)
+	br := newBenchRig(b, threads, o)
 	cpu0, err := cpuTime()
 	assert.NilError(b, err)
 	b.ResetTimer()
-	readErr := make(chan error, 1)
+	br.startReader()
+	stopReader := sync.OnceValue(br.stopReader)
+	defer stopReader()
+	run := benchRun{start: time.Now()}
+	var sendErr error
+	run.total, sendErr = br.send(b.N)
+	run.sending = time.Since(run.start)
+	st, werr := counters.WaitFor(context.Background(), waitLimit, br.sampler(br.burst), func(s sample) bool {
+		return s.Q.Qlen == 0 && br.ledger(run.total, s).Balanced()
+	})
+	run.elapsed = time.Since(run.start)
+	cpu1, err := cpuTime()
+	assert.NilError(b, err)
+	run.cpu = cpu1 - cpu0
+	assert.NilError(b, stopReader())
+	b.StopTimer()
+	assert.NilError(b, sendErr)
+	l := br.ledger(run.total, st)
+	assert.NilError(b, werr, "every frame accounted after the senders stopped; %v", l)
+	checkStreams(b, l, sentBy(br.senders...), br.r)
+	run.report(b, l, st.Q.Kind)
+}
+
+// benchRig is one BenchmarkTap run's tap, senders and reader, and where
+// their threads run.
+type benchRig struct {
+	*tapRig
+	senders []*traffic.Sender
+	// end sends the frame of stream 0, which no sender above uses, that
+	// stops the reader.
+	end     *traffic.Sender
+	r       *traffic.Reader
+	burst   func() (uint64, error)
+	base    state
+	cpus    placement
+	readErr chan error
+}
+
+func newBenchRig(b *testing.B, threads int, o tapOpts) *benchRig {
+	rig := newTap(b, o)
+	br := &benchRig{tapRig: rig, senders: make([]*traffic.Sender, threads), readErr: make(chan error, 1)}
+	for i := range br.senders {
+		br.senders[i] = rig.sender(b, uint32(i+1))
+	}
+	br.burst = rig.burstDrops(b)
+	var err error
+	br.base, err = rig.state()
+	assert.NilError(b, err)
+	br.end = rig.sender(b, 0)
+	br.r = traffic.NewReader(rig.dev.File)
+	br.cpus, err = place(threads)
+	assert.NilError(b, err)
+	return br
+}
+
+// ledger is the run's accounting: total frames handed, against the
+// frames read and the drops since the rig was built.
+func (br *benchRig) ledger(total uint64, s sample) counters.Accounting {
+	return dropmon.BookBurst(counters.Accounting{Sent: total, Received: br.r.Total(), DeviceDrops: s.Link.TxDropped - br.base.Link.TxDropped, QdiscDrops: s.Q.Drops - br.base.Q.Drops}, s.burst)
+}
+
+// startReader reads, on its CPU, until a frame of the end stream.
+func (br *benchRig) startReader() {
 	go func() {
-		if err := pin(cpus.reader); err != nil {
-			readErr <- err
+		if err := pin(br.cpus.reader); err != nil {
+			br.readErr <- err
 			return
 		}
-		readErr <- r.ReadToEnd(end.Stream())
+		br.readErr <- br.r.ReadToEnd(br.end.Stream())
 	}()
-	stopReader := sync.OnceValue(func() error {
-		// An end frame may find the ring full and be dropped: send one
-		// every millisecond until the reader has returned. A send that
-		// fails does not end the wait: the reader stops by itself when
-		// the device goes, and may still read an earlier end frame.
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		limit := time.After(waitLimit)
-		var sendErr error
-		for {
-			if _, err := end.Send(1); err != nil {
-				sendErr = err
-			}
-			select {
-			case err := <-readErr:
-				return err
-			case <-tick.C:
-			case <-limit:
-				return fmt.Errorf("the reader did not read an end frame within %v (last failed send: %v)", waitLimit, sendErr)
-			}
+}
+
+// stopReader sends an end frame every millisecond until the reader has
+// returned: one may find the ring full and be dropped. A send that fails
+// does not end the wait: the reader stops by itself when the device goes,
+// and may still read an earlier end frame.
+func (br *benchRig) stopReader() error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	limit := time.After(waitLimit)
+	var sendErr error
+	for {
+		if _, err := br.end.Send(1); err != nil {
+			sendErr = err
 		}
-	})
-	defer stopReader()
-	start := time.Now()
+		select {
+		case err := <-br.readErr:
+			return err
+		case <-tick.C:
+		case <-limit:
+			return fmt.Errorf("the reader did not read an end frame within %v (last failed send: %v)", waitLimit, sendErr)
+		}
+	}
+}
+
+// send has the senders, each on its CPU, take n frames a batch at a time
+// from one budget, so they send side by side until the end, as
+// tapbench.c's threads do. It returns the frames handed and the senders'
+// errors.
+func (br *benchRig) send(n int) (uint64, error) {
 	var wg sync.WaitGroup
 	var sent atomic.Uint64
-	// The senders take b.N frames a batch at a time from one budget, so
-	// they send side by side until the end, as tapbench.c's threads do.
 	var budget atomic.Int64
-	budget.Store(int64(b.N))
-	sendErr := make(chan error, threads)
-	for i, s := range senders {
+	budget.Store(int64(n))
+	errs := make([]error, len(br.senders))
+	for i, s := range br.senders {
 		wg.Go(func() {
-			if err := pin(cpus.senders[i]); err != nil {
-				sendErr <- err
+			if errs[i] = pin(br.cpus.senders[i]); errs[i] != nil {
 				return
 			}
 			for {
-				n := min(traffic.Batch, int(budget.Add(-traffic.Batch))+traffic.Batch)
-				if n <= 0 {
+				m := min(traffic.Batch, int(budget.Add(-traffic.Batch))+traffic.Batch)
+				if m <= 0 {
 					return
 				}
-				res, err := s.Send(n)
-				sent.Add(res.Sent + res.Refused)
-				if err != nil {
-					sendErr <- err
+				res, err := s.Send(m)
+				sent.Add(res.Handed())
+				if errs[i] = err; err != nil {
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	sending := time.Since(start)
-	total := sent.Load()
-	ledger := func(s sample) counters.Accounting {
-		return dropmon.BookBurst(counters.Accounting{Sent: total, Received: r.Total(), DeviceDrops: s.Link.TxDropped - base.Link.TxDropped, QdiscDrops: s.Q.Drops - base.Q.Drops}, s.burst)
-	}
-	st, werr := counters.WaitFor(context.Background(), waitLimit, te.sampler(burst), func(s sample) bool {
-		return s.Q.Qlen == 0 && ledger(s).Balanced()
-	})
-	elapsed := time.Since(start)
-	cpu1, err := cpuTime()
-	assert.NilError(b, err)
-	assert.NilError(b, stopReader())
-	b.StopTimer()
-	close(sendErr)
-	for err := range sendErr {
-		assert.NilError(b, err)
-	}
-	tunLost := st.Link.TxDropped - base.Link.TxDropped
-	l := ledger(st)
-	assert.NilError(b, werr, "every frame accounted after the senders stopped; %v", l)
-	checkStreams(b, l, sentBy(senders...), r)
+	return sent.Load(), errors.Join(errs...)
+}
 
+// benchRun is what one run measured.
+type benchRun struct {
+	start                 time.Time
+	total                 uint64
+	sending, elapsed, cpu time.Duration
+}
+
+func (run benchRun) report(b *testing.B, l counters.Accounting, qdisc string) {
 	qdiscLost := l.QdiscDrops + l.Uncounted
-	secs := elapsed.Seconds()
-	b.ReportMetric(float64(total)/sending.Seconds(), "tx-pps")
+	secs := run.elapsed.Seconds()
+	b.ReportMetric(float64(run.total)/run.sending.Seconds(), "tx-pps")
 	b.ReportMetric(float64(l.Received)/secs, "rx-pps")
-	b.ReportMetric(float64(tunLost+qdiscLost)/secs, "lost/s")
-	b.ReportMetric(float64(tunLost)/secs, "tun_lost/s")
+	b.ReportMetric(float64(l.DeviceDrops+qdiscLost)/secs, "lost/s")
+	b.ReportMetric(float64(l.DeviceDrops)/secs, "tun_lost/s")
 	b.ReportMetric(float64(qdiscLost)/secs, "qdisc_lost/s")
-	b.ReportMetric(float64(total)/(cpu1-cpu0).Seconds(), "tx/cpu_s")
-	b.Logf("qdisc %s, %d sent in %v, %d read, %d dropped by tun, %d by the qdisc in %v; %v of CPU", st.Q.Kind, total, sending, l.Received, tunLost, qdiscLost, elapsed, cpu1-cpu0)
+	b.ReportMetric(float64(run.total)/run.cpu.Seconds(), "tx/cpu_s")
+	b.Logf("qdisc %s, %d sent in %v, %d read, %d dropped by tun, %d by the qdisc in %v; %v of CPU", qdisc, run.total, run.sending, l.Received, l.DeviceDrops, qdiscLost, run.elapsed, run.cpu)
 }
 
 // cpuTime is the CPU time (user and system) of the whole process so far.

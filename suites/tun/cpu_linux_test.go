@@ -12,15 +12,6 @@ import (
 // its threads, so that no run depends on where the scheduler puts them. A
 // CPU of -1 leaves the thread anywhere: with one CPU allowed, everything
 // shares it.
-//
-// Left to the scheduler, the 3 threads of 2 senders and a reader on this
-// machine's 2 CPUs settle run by run in one of two ways, both seen with
-// tapbench.c and with the benchmark (schedstat, 2026-12-01): the reader
-// alone on a CPU, or the senders on one CPU each and the reader moving to
-// whichever woke it, a thousand times a second, reading from a cold cache
-// there. The benchmark's reader, then still sleeping in read(2), settled
-// the second way in all 10 runs it was watched and read 0.74-0.96 Mpps
-// with 2 threads sending; bound alone to a CPU it read 0.95 and 1.03.
 type placement struct {
 	reader  int
 	senders []int

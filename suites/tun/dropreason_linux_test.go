@@ -14,13 +14,13 @@ func fullRingReason() (uint32, error) { return dropmon.Reason(feature.DropReason
 
 // watchDrops counts kfree_skb drops by reason on the tap, until the test
 // ends.
-func (te *tapRig) watchDrops(t testing.TB) *dropmon.Monitor {
+func (rig *tapRig) watchDrops(t testing.TB) *dropmon.Monitor {
 	t.Helper()
-	ino, err := dropmon.NetnsInode(int(te.e.NS))
+	ino, err := dropmon.NetnsInode(int(rig.e.NS))
 	if err != nil {
 		t.Fatalf("tap's namespace: %v", err)
 	}
-	w, err := dropmon.Attach(dropmon.Filter{Ifindex: te.ifindex, NetnsInode: ino})
+	w, err := dropmon.Attach(dropmon.Filter{Ifindex: rig.ifindex, NetnsInode: ino})
 	if err != nil {
 		t.Fatalf("count kfree_skb drops on %s: %v", tapName, err)
 	}
@@ -34,9 +34,9 @@ func (te *tapRig) watchDrops(t testing.TB) *dropmon.Monitor {
 // net.core.qdisc_max_burst wait on the list. The sender gets ENOBUFS but
 // neither the qdisc nor the device counts it. On a kernel without that
 // reason there is no defer list and no such drop, and the counter stays 0.
-func (te *tapRig) burstDrops(t testing.TB) func() (uint64, error) {
+func (rig *tapRig) burstDrops(t testing.TB) func() (uint64, error) {
 	t.Helper()
-	count, err := dropmon.Watch(t, te.e.NS, te.ifindex, feature.DropReasonQdiscBurst)
+	count, err := dropmon.Watch(t, rig.e.NS, rig.ifindex, feature.DropReasonQdiscBurst)
 	if err != nil {
 		t.Logf("no burst drops to count: %v", err)
 		return func() (uint64, error) { return 0, nil }
@@ -52,9 +52,9 @@ type sample struct {
 
 func (s sample) String() string { return fmt.Sprintf("%v; QDISC_BURST_DROP %d", s.state, s.burst) }
 
-func (te *tapRig) sampler(burst func() (uint64, error)) func() (sample, error) {
+func (rig *tapRig) sampler(burst func() (uint64, error)) func() (sample, error) {
 	return func() (sample, error) {
-		st, err := te.state()
+		st, err := rig.state()
 		if err != nil {
 			return sample{}, err
 		}

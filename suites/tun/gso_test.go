@@ -39,10 +39,10 @@ type gsoSender struct {
 	pkt     []byte
 }
 
-func (te *tapRig) gsoSender(t testing.TB, stream uint32, k int) *gsoSender {
+func (rig *tapRig) gsoSender(t testing.TB, stream uint32, k int) *gsoSender {
 	t.Helper()
-	s := &gsoSender{ifindex: te.ifindex, stream: stream, k: k}
-	assert.NilError(t, te.e.Do(func() error {
+	s := &gsoSender{ifindex: rig.ifindex, stream: stream, k: k}
+	assert.NilError(t, rig.e.Do(func() error {
 		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("AF_PACKET socket: %w", err)
@@ -55,7 +55,7 @@ func (te *tapRig) gsoSender(t testing.TB, stream uint32, k int) *gsoSender {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 64<<20); err != nil {
 			return fmt.Errorf("SO_SNDBUFFORCE: %w", err)
 		}
-		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: traffic.Htons(unix.ETH_P_IP), Ifindex: te.ifindex})
+		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: traffic.Htons(unix.ETH_P_IP), Ifindex: rig.ifindex})
 	}), "GSO sender on %s", tapName)
 	t.Cleanup(func() { unix.Close(s.fd) })
 	return s

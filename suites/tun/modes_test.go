@@ -46,21 +46,11 @@ func TestModes(t *testing.T) {
 		for _, v := range variants {
 			t.Run(m.name+"/"+v.name, func(t *testing.T) {
 				o := tapOpts{ring: 16, limit: 1000, kind: m.kind, flags: m.flags | v.flags}
-				n := o.ring + 40
-				te, s, res, f, st := fill(t, o, n)
-				l := account(res.Sent+res.Refused, 0, st, f.ring)
+				fx := fill(t, o, o.ring+40)
+				l := fx.ledger()
 				assert.Assert(t, l.Balanced(), "%v", l)
-
-				q, r := te.reader(t, m.unwrap)
-				readExactly(t, q, f.ring+f.backlog)
-				got := f.ring + f.backlog + drain(t, q)
-				st = te.waitState(t, "empty qdisc", func(s state) bool { return s.Q.Qlen == 0 })
-				l = account(res.Sent+res.Refused, got, st, 0)
-				assert.Assert(t, l.Balanced(), "%v", l)
-				assert.Check(t, is.Equal(got, f.ring+f.backlog), "%v", l)
-				assert.Check(t, is.Equal(st.Link.TxDropped, uint64(f.tunDrops)), "tun drops; %v", l)
-				checkStreams(t, l, sentBy(s), r)
-				checkFirst(t, r, 1, f.ring+f.backlog)
+				q, r := fx.reader(t, m.unwrap)
+				fx.readBack(t, q, r, 0)
 			})
 		}
 	}
@@ -75,15 +65,15 @@ func TestModes(t *testing.T) {
 	}
 }
 
-// reader reads te.dev: plainly, or through an entryReader that unwraps
+// reader reads rig.dev: plainly, or through an entryReader that unwraps
 // each read. The traffic.Reader follows the streams either way.
-func (te *tapRig) reader(t testing.TB, unwrap unwrapFunc) (queueReader, *traffic.Reader) {
+func (rig *tapRig) reader(t testing.TB, unwrap unwrapFunc) (queueReader, *traffic.Reader) {
 	t.Helper()
 	if unwrap == nil {
-		r := traffic.NewReader(te.dev.File)
+		r := traffic.NewReader(rig.dev.File)
 		return r, r
 	}
-	er := newEntryReader(t, te.dev.File, unwrap)
+	er := newEntryReader(t, rig.dev.File, unwrap)
 	return er, er.r
 }
 
@@ -187,25 +177,14 @@ func gsoThrough(t *testing.T, tso bool, flags uint16) {
 	o := tapOpts{ring: 16, limit: 1000, flags: tuntap.IFFVnetHdr | flags}
 	g := newGSOFate(o, packets, k, tso)
 	assert.Assert(t, g.qlen <= int(o.limit), "model: %+v", g)
-	te := newTap(t, o)
-	assert.NilError(t, te.dev.SetOffload(offload))
-	s := te.gsoSender(t, 1, k)
+	rig := newTap(t, o)
+	assert.NilError(t, rig.dev.SetOffload(offload))
+	s := rig.gsoSender(t, 1, k)
 	res, err := s.Send(packets)
 	assert.NilError(t, err, "after %d packets sent, %d refused", res.Sent, res.Refused)
-	sent := (res.Sent + res.Refused) * k
+	sent := res.Handed() * k
 
-	tunDrops := g.tunDrops // tun counts a drop per skb: a packet or a segment
-	if tso {
-		tunDrops /= k
-	}
-	ok := func(s state) bool {
-		return s.Q.Qlen == uint64(g.qlen) && s.Q.Requeues == uint64(g.requeues) && s.Link.TxDropped == uint64(tunDrops)
-	}
-	what := fmt.Sprintf("ring full: qdisc qlen %d (requeued segments %d), tun drops %d", g.qlen, g.requeues, tunDrops)
-	st := te.waitState(t, what, ok)
-	if g.qlen > 0 {
-		st = te.holdState(t, "stopped queue", ok)
-	}
+	st := rig.gsoReached(t, g, gsoSkbs(tso, k))
 	l := account(sent, 0, st, g.ring)
 	// In frames, as the model says the counters' skbs carry them.
 	l.DeviceDrops, l.QdiscBacklog = uint64(g.tunDrops), uint64(g.backlog)
@@ -213,22 +192,42 @@ func gsoThrough(t *testing.T, tso bool, flags uint16) {
 	assert.Check(t, is.Equal(res.Refused, uint64(0)), "%v", l)
 	assert.Check(t, is.Equal(st.Q.Drops, uint64(0)), "qdisc drops; %v", l)
 
-	entries := (g.ring + g.backlog) / k
-	if !tso {
-		entries = g.ring + g.backlog
-	}
-	q, r := te.reader(t, unwrapTCP(tso))
+	entries := g.held() / gsoSkbs(tso, k)
+	q, r := rig.reader(t, unwrapTCP(tso))
 	readExactly(t, q, entries)
 	extra := drain(t, q)
 	got := int(r.Total())
-	st = te.waitState(t, "empty qdisc", func(s state) bool { return s.Q.Qlen == 0 })
+	st = rig.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
 	l = account(sent, got, st, 0)
 	l.DeviceDrops = uint64(g.tunDrops)
 	assert.Assert(t, l.Balanced(), "%v; %v", l, st)
 	assert.Check(t, is.Equal(extra, 0), "ring entries beyond the model's %d; %v", entries, l)
-	assert.Check(t, is.Equal(got, g.ring+g.backlog), "%v", l)
-	assert.Check(t, is.Equal(st.Link.TxDropped, uint64(tunDrops)), "tun drops; %v", l)
+	assert.Check(t, is.Equal(got, g.held()), "%v", l)
+	assert.Check(t, is.Equal(st.Link.TxDropped, uint64(g.tunDrops/gsoSkbs(tso, k))), "tun drops; %v", l)
 	checkStreams(t, l, sentBy(s), r)
 	checkFirst(t, r, 1, got)
 	t.Logf("%d packets of %d frames: %+v; after reading %v; %v", packets, k, g, st, l)
+}
+
+// gsoSkbs is how many frames one skb carries past the qdisc: a whole
+// packet of k where the tap takes TSO, one segment's where it does not.
+func gsoSkbs(tso bool, k int) int {
+	if tso {
+		return k
+	}
+	return 1
+}
+
+// gsoReached waits for the counters of want (tun counts a drop per skb,
+// of per frames each) and, with a backlog, checks the queue stays stopped.
+func (rig *tapRig) gsoReached(t *testing.T, want gsoFate, per int) state {
+	t.Helper()
+	ok := func(now state) bool {
+		return now.Q.Qlen == uint64(want.qlen) && now.Q.Requeues == uint64(want.requeues) && now.Link.TxDropped == uint64(want.tunDrops/per)
+	}
+	st := rig.waitState(t, fmt.Sprintf("the ring full: qdisc qlen %d (requeued segments %d), tun drops %d", want.qlen, want.requeues, want.tunDrops/per), ok)
+	if want.qlen > 0 {
+		st = rig.holdState(t, "stopped queue", ok)
+	}
+	return st
 }

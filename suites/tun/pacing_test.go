@@ -1,6 +1,7 @@
 package tun
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,138 +15,145 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
 
-// pacedSndbuf is the SO_SNDBUF of the paced senders; the kernel doubles it
-// (sk_sndbuf 8192 bytes, about ten 60-byte frames at their truesize).
-const pacedSndbuf = 4096
+const (
+	// pacedSndbuf is the SO_SNDBUF of the paced senders; the kernel
+	// doubles it (sk_sndbuf 8192 bytes, about ten 60-byte frames at their
+	// truesize).
+	pacedSndbuf = 4096
+	// pacedFrames is how many frames a paced sender sends.
+	pacedFrames = 200
+)
 
-// TestPacing holds what seed 000 promises a sender that can wait ("lost:
-// 0 pps" with a qdisc): a blocking AF_PACKET socket with a small send
-// buffer, N frames to a tap whose reader is idle at first.
+// TestPacing: what seed 000's "lost: 0 pps" means for a sender that can
+// wait, a blocking AF_PACKET socket with a small send buffer, sending to a
+// tap whose reader is idle at first.
 //
-// A full qdisc never makes a sender wait, blocking or not: __dev_xmit_skb
-// (net/core/dev.c) enqueues or drops, and a drop (NET_XMIT_DROP) is what
-// packet_snd (net/packet/af_packet.c) returns as ENOBUFS. The one wait on
-// the way is the send buffer's: packet_snd allocates each frame with
-// sock_alloc_send_pskb (net/core/sock.c), which charges its truesize to
-// sk_wmem_alloc and on a blocking socket sleeps while sk_wmem_alloc >=
-// sk_sndbuf (up to SO_SNDTIMEO, then EAGAIN). The charge goes back when the
-// frame is freed or orphaned, and tun orphans a frame only as it enters
-// the ring (tun_net_xmit). So:
-//
-//   - backpressure/sndbuf_fills_first: the stopped queue leaves the frames
-//     in the qdisc charged to the sender; once they fill its buffer (long
-//     before pfifo's limit of 1000) sendmmsg waits, with the reader idle,
-//     and resumes as the reader wakes the queue. Nothing is lost anywhere:
-//     tun and the qdisc drop nothing, no ENOBUFS, every frame is read, in
-//     order. The qdisc paces the sender only through the send buffer.
-//   - backpressure/qdisc_fills_first: a pfifo of 4 fills before the send
-//     buffer does; the sender does not wait, it gets ENOBUFS for every frame
-//     after that, each one a qdisc drop.
-//   - stock (flag off): tun tail-drops beyond the ring and frees each frame
-//     at once; the sender never waits and loses N-R frames in tun.
+// A full qdisc never makes a sender wait: __dev_xmit_skb enqueues or
+// drops, and packet_snd returns a drop (NET_XMIT_DROP) as ENOBUFS. The one
+// wait is the send buffer's: sock_alloc_send_pskb charges each frame's
+// truesize to sk_wmem_alloc and sleeps while it is at sk_sndbuf; the
+// charge goes back when the frame is freed or orphaned, and tun orphans a
+// frame only as it enters the ring. So with the flag the stopped queue
+// keeps the qdisc's frames charged: once they fill the buffer the sender
+// waits, and nothing is lost anywhere (sndbuf_fills_first). A pfifo that
+// fills first drops and refuses instead (qdisc_fills_first); with the flag
+// off tun tail-drops and the sender never waits (stock).
 func TestPacing(t *testing.T) {
 	feature.Of(t, feature.Seed000Tun)
-	const ring, n = 16, 200
+	t.Run("backpressure/sndbuf_fills_first", func(t *testing.T) {
+		pacedWaits(t, tapOpts{ring: 16, limit: 1000, flags: tuntap.IFFBackpressure})
+	})
 	for _, tc := range []struct {
-		name  string
-		flags uint16
-		limit uint32
+		name string
+		o    tapOpts
 	}{
-		{"backpressure/sndbuf_fills_first", tuntap.IFFBackpressure, 1000},
-		{"backpressure/qdisc_fills_first", tuntap.IFFBackpressure, 4},
-		{"stock", 0, 1000},
+		{"backpressure/qdisc_fills_first", tapOpts{ring: 16, limit: 4, flags: tuntap.IFFBackpressure}},
+		{"stock", tapOpts{ring: 16, limit: 1000}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := tapOpts{ring: ring, limit: tc.limit, flags: tc.flags}
-			te := newTap(t, o)
-			s := te.pacedSender(t, 1)
-			sndbuf, err := s.SendBuffer()
-			assert.NilError(t, err)
-
-			var finished atomic.Bool
-			done := make(chan error, 1)
-			var res traffic.Result
-			go func() {
-				var err error
-				res, err = s.Send(n)
-				finished.Store(true)
-				done <- err
-			}()
-			waitSender := func(what string) {
-				t.Helper()
-				start := time.Now()
-				select {
-				case err := <-done:
-					margin.Note(waitLimit, time.Since(start), false)
-					assert.NilError(t, err, "%s: after %d sent, %d refused", what, res.Sent, res.Refused)
-				case <-time.After(waitLimit):
-					margin.Note(waitLimit, waitLimit, true)
-					t.Fatalf("%s: the sender did not finish within %v", what, waitLimit)
-				}
-			}
-
-			f := idleFate(o, n)
-			paced := tc.flags != 0 && tc.name == "backpressure/sndbuf_fills_first"
-			if paced {
-				// The sender waits: the ring is full, the qdisc holds a
-				// send buffer's worth, and nothing moves while the reader
-				// is idle.
-				var prev state
-				st := te.waitState(t, "the sender blocked with frames in the qdisc", func(s state) bool {
-					ok := s == prev && s.Q.Qlen > 0
-					prev = s
-					return ok
-				})
-				st = te.holdState(t, "blocked sender", func(s state) bool {
-					return s == st && !finished.Load()
-				})
-				t.Logf("the sender waits with the qdisc holding %d frames (sk_sndbuf %d bytes); %v", st.Q.Qlen, sndbuf, st)
-				assert.Check(t, st.Q.Qlen <= uint64(sndbuf/traffic.FrameLen), "qdisc backlog beyond what the send buffer can charge (%d bytes, each frame more than %d); %v", sndbuf, traffic.FrameLen, st)
-				assert.Check(t, st.Q.Qlen < uint64(tc.limit), "the qdisc filled before the send buffer; %v", st)
-				assert.Check(t, is.Equal(st.Q.Drops+st.Link.TxDropped, uint64(0)), "drops while the sender waits; %v", st)
-			} else {
-				// The sender does not wait for the idle reader.
-				waitSender("with the reader idle")
-				st := te.stopped(t, state{}, f)
-				l := account(res.Sent+res.Refused, 0, st, f.ring)
-				assert.Assert(t, l.Balanced(), "%v", l)
-				assert.Check(t, is.Equal(res.Refused, uint64(f.qdiscDrops)), "ENOBUFS are the qdisc's drops; %v", l)
-				assert.Check(t, is.Equal(st.Q.Drops, uint64(f.qdiscDrops)), "qdisc drops; %v", l)
-			}
-
-			r := traffic.NewReader(te.dev.File)
-			want := f.ring + f.backlog
-			if paced {
-				want = n
-			}
-			readExactly(t, r, want)
-			got := want + drain(t, r)
-			if paced {
-				waitSender("with the reader reading")
-			}
-			st := te.waitState(t, "empty qdisc", func(s state) bool { return s.Q.Qlen == 0 })
-			l := account(res.Sent+res.Refused, got, st, 0)
-			assert.Assert(t, l.Balanced(), "%v", l)
-			assert.Check(t, is.Equal(got, want), "frames read; %v", l)
-			assert.Check(t, is.Equal(st.Link.TxDropped, uint64(f.tunDrops)), "tun drops; %v", l)
-			checkStreams(t, l, sentBy(s), r)
-			checkFirst(t, r, 1, got)
-			if paced {
-				assert.Check(t, is.Equal(res, traffic.Result{Sent: n}), "every frame sent, none refused; %v", l)
-				assert.Check(t, is.Equal(st.Q.Drops, uint64(0)), "qdisc drops; %v", l)
-			}
-			t.Logf("%s: %+v; %v", tc.name, res, l)
-		})
+		t.Run(tc.name, func(t *testing.T) { pacedNoWait(t, tc.o) })
 	}
+}
+
+// pacedWaits: the sender waits with the reader idle, the qdisc holding a
+// send buffer's worth, and finishes as the reader reads; nothing is lost.
+func pacedWaits(t *testing.T, o tapOpts) {
+	rig := newTap(t, o)
+	p := rig.startPaced(t, pacedFrames)
+	sndbuf, err := p.s.SendBuffer()
+	assert.NilError(t, err)
+	st := rig.blocked(t, p, pacedFrames)
+	t.Logf("the sender waits with the qdisc holding %d frames (sk_sndbuf %d bytes); %v", st.Q.Qlen, sndbuf, st)
+	assert.Check(t, st.Q.Qlen <= uint64(sndbuf/traffic.FrameLen), "qdisc backlog beyond what the send buffer can charge (%d bytes, each frame more than %d); %v", sndbuf, traffic.FrameLen, st)
+	assert.Check(t, st.Q.Qlen < uint64(o.limit), "the qdisc filled before the send buffer; %v", st)
+	assert.Check(t, is.Equal(st.Q.Drops+st.Link.TxDropped, uint64(0)), "drops while the sender waits; %v", st)
+	feature.Shows(t, feature.Seed000Tun, fmt.Sprintf("a blocking sender waited behind the stopped queue, %d frames in the qdisc, none dropped", st.Q.Qlen))
+
+	r := traffic.NewReader(rig.dev.File)
+	readExactly(t, r, pacedFrames)
+	got := pacedFrames + drain(t, r)
+	p.wait(t, "with the reader reading")
+	st = rig.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
+	l := account(p.res.Handed(), got, st, 0)
+	assert.Assert(t, l.Balanced(), "%v", l)
+	assert.Check(t, is.Equal(got, pacedFrames), "frames read; %v", l)
+	assert.Check(t, is.Equal(p.res, traffic.Result{Sent: pacedFrames}), "every frame sent, none refused; %v", l)
+	assert.Check(t, is.Equal(st.Link.TxDropped+st.Q.Drops, uint64(0)), "tun and qdisc drops; %v", l)
+	checkStreams(t, l, sentBy(p.s), r)
+	checkFirst(t, r, 1, got)
+}
+
+// pacedNoWait: the sender finishes with the reader idle; its frames meet
+// their fate (idleFate), the qdisc's drops refused as ENOBUFS.
+func pacedNoWait(t *testing.T, o tapOpts) {
+	rig := newTap(t, o)
+	p := rig.startPaced(t, pacedFrames)
+	p.wait(t, "with the reader idle")
+	fx := rig.waitFill(t, p.s, p.res, pacedFrames)
+	l := fx.ledger()
+	assert.Assert(t, l.Balanced(), "%v", l)
+	assert.Check(t, is.Equal(p.res.Refused, uint64(fx.fate.qdiscDrops)), "ENOBUFS are the qdisc's drops; %v", l)
+	assert.Check(t, is.Equal(fx.st.Q.Drops, uint64(fx.fate.qdiscDrops)), "qdisc drops; %v", l)
+	r := traffic.NewReader(rig.dev.File)
+	l, _ = fx.readBack(t, r, r, 0)
+	t.Logf("%+v; %v", p.res, l)
+}
+
+// paced is a paced sender sending on a goroutine of its own.
+type paced struct {
+	s        *traffic.Sender
+	res      traffic.Result // once wait returned
+	finished atomic.Bool
+	done     chan error
+}
+
+// startPaced starts a paced sender of stream 1 sending n frames.
+func (rig *tapRig) startPaced(t testing.TB, n int) *paced {
+	t.Helper()
+	p := &paced{s: rig.pacedSender(t, 1), done: make(chan error, 1)}
+	go func() {
+		res, err := p.s.Send(n)
+		p.res = res
+		p.finished.Store(true)
+		p.done <- err
+	}()
+	return p
+}
+
+// wait waits, at most waitLimit, for the sender to finish.
+func (p *paced) wait(t testing.TB, what string) {
+	t.Helper()
+	start := time.Now()
+	select {
+	case err := <-p.done:
+		margin.Note(waitLimit, time.Since(start), false)
+		assert.NilError(t, err, "%s: after %d sent, %d refused", what, p.res.Sent, p.res.Refused)
+	case <-time.After(waitLimit):
+		margin.Note(waitLimit, waitLimit, true)
+		t.Fatalf("%s: the sender did not finish within %v", what, waitLimit)
+	}
+}
+
+// blocked waits until the sender waits: two samples in a row agree, with
+// frames in the qdisc, and then nothing moves for holdFor while the sender
+// has not returned.
+func (rig *tapRig) blocked(t *testing.T, p *paced, n int) state {
+	t.Helper()
+	var prev state
+	st := rig.waitState(t, "the sender blocked with frames in the qdisc", func(now state) bool {
+		ok := now == prev && now.Q.Qlen > 0
+		prev = now
+		return ok
+	})
+	return rig.holdState(t, "blocked sender", func(now state) bool { return now == st && !p.finished.Load() })
 }
 
 // pacedSender opens a blocking sender with a send buffer of pacedSndbuf
 // that waits at most waitLimit for room.
-func (te *tapRig) pacedSender(t testing.TB, stream uint32) *traffic.Sender {
+func (rig *tapRig) pacedSender(t testing.TB, stream uint32) *traffic.Sender {
 	t.Helper()
 	var s *traffic.Sender
-	assert.NilError(t, te.e.Do(func() (err error) {
-		s, err = traffic.NewPacedSender(te.ifindex, stream, pacedSndbuf, waitLimit)
+	assert.NilError(t, rig.e.Do(func() (err error) {
+		s, err = traffic.NewPacedSender(rig.ifindex, stream, pacedSndbuf, waitLimit)
 		return err
 	}), "paced sender on %s", tapName)
 	t.Cleanup(func() { s.Close() })

@@ -20,29 +20,22 @@ import (
 const (
 	// raceFor is how long the senders race the reader.
 	raceFor = 2 * time.Second
-	// progressEvery is the window in which the reader must get a frame.
+	// progressEvery is the window in which the reader should get a frame.
 	progressEvery = 500 * time.Millisecond
 	// raceTunDrops is how many frames tun may drop with backpressure:
-	// none. Measured on debian:7.3 (7.3.4-1~bpo13+1) on 2026-12-01, 12 runs
-	// each of threads=2 and threads=4 (TCG, 2 vCPUs, senders of 64 frames
-	// per sendmmsg, 0.20-0.54 M frames sent per run, 10.45 M in all): 0
-	// tun drops in every run, worst case 0 (the qdisc dropped 48-84 % of
-	// the frames: the senders never wait). The seed expects rare FULL_RING
-	// drops from LLTX races (391 lost/s of 1.08 Mpps with 2 threads), but
-	// AF_PACKET senders cannot race on a one-queue tap: every frame passes
-	// the root qdisc, and only the CPU that owns the qdisc's run
-	// (qdisc_run_begin) calls tun_net_xmit, so two produces never meet on
-	// the ring. Senders that skip the qdisc (pktgen, PACKET_QDISC_BYPASS)
-	// could; none does here.
+	// none (worst case of 24 runs on debian:7.3, 10.45 M frames). The
+	// seed expects rare FULL_RING drops from LLTX races, but only the CPU
+	// that owns the root qdisc's run calls tun_net_xmit, so AF_PACKET
+	// senders, which all pass the qdisc, never race on the ring.
 	raceTunDrops = 0
 )
 
-// TestRace: 2 and 4 sending threads against one reader
-// for raceFor. The reader must get frames in every progressEvery window in
-// which the senders sent, every frame must be accounted for once they
-// stop, every stream must arrive in order with its missing frames exactly
-// the ledger's drops, the kernel must log no splat, and with backpressure
-// tun may drop at most raceTunDrops frames; stock tail-drop has no limit.
+// TestRace: 2 and 4 sending threads against one reader for raceFor. The
+// queue must never stall (a stopped queue over an empty ring), every frame
+// must be accounted for once the senders stop, every stream must arrive in
+// order with its missing frames exactly the ledger's drops, the kernel
+// must log no splat, and with backpressure tun may drop at most
+// raceTunDrops frames; stock tail-drop has no limit.
 func TestRace(t *testing.T) {
 	feature.Of(t, feature.Seed000Tun)
 	for _, threads := range []int{2, 4} {
@@ -56,115 +49,142 @@ func TestRace(t *testing.T) {
 
 func race(t *testing.T, threads int, flags uint16) {
 	o := tapOpts{ring: 256, limit: 1000, flags: flags}
-	te := newTap(t, o)
-	senders := make([]*traffic.Sender, threads)
-	for i := range senders {
-		senders[i] = te.sender(t, uint32(i+1))
-	}
-
-	burst := te.burstDrops(t)
-	// polls counts the reader's read attempts (each waits at most 20 ms),
-	// so a window without frames tells a starved reader from an empty ring.
-	var sent, read, polls atomic.Uint64
+	rc := newRacer(t, o, threads)
 	ctx, cancel := context.WithTimeout(t.Context(), raceFor)
 	defer cancel()
-	var wg sync.WaitGroup
-	sendErr := make(chan error, threads)
-	for _, s := range senders {
-		wg.Go(func() {
+	rc.startSenders(ctx)
+	rc.startReader()
+	stalls := rc.watch(t, ctx)
+	rc.wg.Wait()
+	close(rc.sendErr)
+	for err := range rc.sendErr {
+		assert.NilError(t, err)
+	}
+
+	l := rc.settle(t)
+	assert.Check(t, is.Len(stalls, 0), "the queue stalled: %v", stalls)
+	assert.Assert(t, l.Balanced(), "%v", l)
+	checkStreams(t, l, sentBy(rc.senders...), rc.r, rc.probe)
+	secs := raceFor.Seconds()
+	t.Logf("%d threads: %.0f sent/s, %.0f read/s, %.0f tun drops/s, %.0f qdisc drops/s (%.4f %% tun drops); %v",
+		threads, float64(l.Sent)/secs, float64(l.Received)/secs, float64(l.DeviceDrops)/secs, float64(l.QdiscDrops)/secs,
+		100*float64(l.DeviceDrops)/float64(l.Sent), l)
+	if o.backpressure() {
+		assert.Check(t, l.DeviceDrops <= raceTunDrops, "tun drops with backpressure: %d, allowed %d; %v", l.DeviceDrops, raceTunDrops, l)
+	}
+}
+
+// racer is TestRace's tap with its senders and its reader.
+type racer struct {
+	*tapRig
+	senders []*traffic.Sender
+	// r is the reader; probe reads beside it when it seems stuck.
+	r, probe   *traffic.Reader
+	burst      func() (uint64, error)
+	sent, read atomic.Uint64
+	wg         sync.WaitGroup
+	sendErr    chan error
+	stopRead   chan struct{}
+	readErr    chan error
+}
+
+func newRacer(t *testing.T, o tapOpts, threads int) *racer {
+	rig := newTap(t, o)
+	rc := &racer{tapRig: rig, senders: make([]*traffic.Sender, threads),
+		sendErr: make(chan error, threads), stopRead: make(chan struct{}), readErr: make(chan error, 1)}
+	for i := range rc.senders {
+		rc.senders[i] = rig.sender(t, uint32(i+1))
+	}
+	rc.burst = rig.burstDrops(t)
+	rc.r, rc.probe = traffic.NewReader(rig.dev.File), traffic.NewReader(rig.dev.File)
+	return rc
+}
+
+// startSenders sends batches from every sender until ctx ends.
+func (rc *racer) startSenders(ctx context.Context) {
+	for _, s := range rc.senders {
+		rc.wg.Go(func() {
 			for ctx.Err() == nil {
 				r, err := s.Send(traffic.Batch)
-				sent.Add(r.Sent + r.Refused)
+				rc.sent.Add(r.Handed())
 				if err != nil {
-					sendErr <- err
+					rc.sendErr <- err
 					return
 				}
 			}
 		})
 	}
-	stopRead := make(chan struct{})
-	readErr := make(chan error, 1)
-	r := traffic.NewReader(te.dev.File)
-	// probe reads beside r when r seems stuck, without waiting.
-	probe := traffic.NewReader(te.dev.File)
+}
+
+// startReader reads until stopRead closes.
+func (rc *racer) startReader() {
 	go func() {
 		for {
 			select {
-			case <-stopRead:
-				readErr <- nil
+			case <-rc.stopRead:
+				rc.readErr <- nil
 				return
 			default:
 			}
-			n, err := r.Read(1, 20*time.Millisecond)
-			polls.Add(1)
-			read.Add(uint64(n))
+			n, err := rc.r.Read(1, 20*time.Millisecond)
+			rc.read.Add(uint64(n))
 			if err != nil {
-				readErr <- err
+				rc.readErr <- err
 				return
 			}
 		}
 	}()
+}
 
-	// Progress is what the kernel delivered to the reader (tun counts
-	// tx_packets in read()). A window without it while the senders sent
-	// is checked with a read of our own: a frame means the reader was
-	// starved of CPU (the frame is counted as read), EAGAIN with a qdisc
-	// backlog means the queue is stopped over an empty ring, a stall.
+// watch looks at delivery (tun counts tx_packets in read()) every
+// progressEvery until ctx ends. A window in which the senders sent and
+// nothing was delivered is checked with a read of our own: a frame means
+// the reader was starved of CPU; an empty ring with a qdisc backlog is a
+// stopped queue over an empty ring, a stall.
+func (rc *racer) watch(t *testing.T, ctx context.Context) (stalls []string) {
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
-	var stalls, starved []string
-	var lastDelivered, lastSent, lastPolls uint64
-watch:
+	var last state
+	var lastSent uint64
+	starved := 0
 	for {
 		select {
 		case <-ctx.Done():
-			break watch
+			t.Logf("a read of our own found the reader starved of CPU in %d windows of %v", starved, progressEvery)
+			return stalls
 		case <-tick.C:
-			st, err := te.state()
-			assert.NilError(t, err)
-			nowSent, nowPolls := sent.Load(), polls.Load()
-			if st.Link.TxPackets == lastDelivered && nowSent > lastSent {
-				what := fmt.Sprintf("no frame delivered in %v while %d were sent and the reader polled %d times: %v",
-					progressEvery, nowSent-lastSent, nowPolls-lastPolls, st)
-				got, err := probe.ReadNow()
-				assert.NilError(t, err)
-				read.Add(uint64(got))
-				switch {
-				case got > 0:
-					starved = append(starved, what)
-				case st.Q.Qlen > 0:
-					stalls = append(stalls, what+"; a read of our own found the ring empty")
-				}
-			}
-			lastDelivered, lastSent, lastPolls = st.Link.TxPackets, nowSent, nowPolls
 		}
-	}
-	if len(starved) > 0 {
-		t.Logf("the reader was starved of CPU (a read of our own got a frame) %d times, first: %s", len(starved), starved[0])
-	}
-	wg.Wait()
-	close(sendErr)
-	for err := range sendErr {
+		st, err := rc.state()
 		assert.NilError(t, err)
+		sent := rc.sent.Load()
+		if st.Link.TxPackets == last.Link.TxPackets && sent > lastSent {
+			got, err := rc.probe.ReadNow()
+			assert.NilError(t, err)
+			rc.read.Add(uint64(got))
+			switch {
+			case got > 0:
+				starved++
+			case st.Q.Qlen > 0:
+				stalls = append(stalls, fmt.Sprintf("no frame delivered in %v while %d were sent: %v; a read of our own found the ring empty", progressEvery, sent-lastSent, st))
+			}
+		}
+		last, lastSent = st, sent
 	}
+}
 
-	total := sent.Load()
-	balanced := func(s sample) bool {
-		return s.Q.Qlen == 0 && dropmon.BookBurst(account(total, int(read.Load()), s.state, 0), s.burst).Balanced()
+// settle waits until every frame sent is accounted for, stops the reader
+// and returns the ledger.
+func (rc *racer) settle(t *testing.T) counters.Accounting {
+	total := rc.sent.Load()
+	ledger := func(s sample) counters.Accounting {
+		return dropmon.BookBurst(account(total, int(rc.read.Load()), s.state, 0), s.burst)
 	}
-	sm, werr := counters.WaitFor(context.Background(), waitLimit, te.sampler(burst), balanced)
-	close(stopRead)
-	assert.NilError(t, <-readErr)
-	l := dropmon.BookBurst(account(total, int(read.Load()), sm.state, 0), sm.burst)
+	sm, werr := counters.WaitFor(context.Background(), waitLimit, rc.sampler(rc.burst), func(s sample) bool {
+		return s.Q.Qlen == 0 && ledger(s).Balanced()
+	})
+	close(rc.stopRead)
+	assert.NilError(t, <-rc.readErr)
+	l := ledger(sm)
 	assert.NilError(t, werr, "every frame accounted after the senders stopped; %v", l)
-	assert.Check(t, is.Len(stalls, 0), "the reader stalled: %v", stalls)
-	assert.Assert(t, l.Balanced(), "%v", l)
-	checkStreams(t, l, sentBy(senders...), r, probe)
-	secs := raceFor.Seconds()
-	t.Logf("%d threads: %.0f sent/s, %.0f read/s, %.0f tun drops/s, %.0f qdisc drops/s (%.4f %% tun drops); %v",
-		threads, float64(total)/secs, float64(l.Received)/secs, float64(l.DeviceDrops)/secs, float64(l.QdiscDrops)/secs,
-		100*float64(l.DeviceDrops)/float64(total), l)
-	if o.backpressure() {
-		assert.Check(t, l.DeviceDrops <= raceTunDrops, "tun drops with backpressure: %d, allowed %d; %v", l.DeviceDrops, raceTunDrops, l)
-	}
+	return l
 }

@@ -3,7 +3,6 @@ package tun
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 
@@ -62,8 +61,8 @@ func TestTeardown(t *testing.T) {
 			dropmon.RequireReasons(t)
 			e := netenv.New(t)
 			counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) {
-				stoppedTap(t, e, v.o, func(te *tapRig) string {
-					counters.Bounded(t, waitLimit, "close the only queue file", te.dev.Close)
+				stoppedTap(t, e, v.o, func(rig *tapRig) string {
+					counters.Bounded(t, waitLimit, "close the only queue file", rig.dev.Close)
 					return "the ring purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went"
 				})
 			})
@@ -80,11 +79,11 @@ func TestTeardown(t *testing.T) {
 		dropmon.RequireReasons(t)
 		e := netenv.New(t)
 		counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) {
-			stoppedTap(t, e, bp, func(te *tapRig) string {
-				l := te.link(t)
-				counters.Bounded(t, waitLimit, "RTM_DELLINK "+tapName, func() error { return te.e.Handle.LinkDel(l) })
-				detachedFile(t, te.dev)
-				counters.Bounded(t, waitLimit, "close the queue file of the deleted tap", te.dev.Close)
+			stoppedTap(t, e, bp, func(rig *tapRig) string {
+				l := rig.link(t)
+				counters.Bounded(t, waitLimit, "RTM_DELLINK "+tapName, func() error { return rig.e.Handle.LinkDel(l) })
+				detachedFile(t, rig.dev)
+				counters.Bounded(t, waitLimit, "close the queue file of the deleted tap", rig.dev.Close)
 				return "the qdisc reset as the device closed (its one requeued frame with QUEUE_PURGE), the ring purged as it unregistered"
 			})
 		})
@@ -107,22 +106,22 @@ func TestTeardown(t *testing.T) {
 // device gone and says what freed the frames), and checks the tap's
 // frames were all freed.
 func stoppedTap(t *testing.T, e *netenv.Env, o tapOpts, teardown func(*tapRig) string) {
-	te := newTapIn(t, e, o)
-	freed := te.freed(t)
+	rig := newTapIn(t, e, o)
+	freed := rig.freed(t)
 	n := o.ring + teardownBacklog
 	f := idleFate(o, n)
-	s := te.sender(t, 1)
+	s := rig.sender(t, 1)
 	res := send(t, s, n)
-	st := te.full(t, f)
-	l := account(res.Sent+res.Refused, 0, st, f.ring)
+	st := rig.reached(t, state{}, n)
+	l := account(res.Handed(), 0, st, f.ring)
 	assert.Assert(t, l.Balanced(), "%v", l)
 
-	why := teardown(te)
-	_, err := te.e.Handle.LinkByName(tapName)
+	why := teardown(rig)
+	_, err := rig.e.Handle.LinkByName(tapName)
 	assert.Check(t, err != nil, "%s is still there after the teardown", tapName)
 	// The device and its counters are gone: what it held is uncounted.
 	l.InDevice, l.QdiscBacklog = 0, 0
-	l.Uncounted, l.UncountedWhy = uint64(f.ring+f.backlog), why
+	l.Uncounted, l.UncountedWhy = uint64(f.held()), why
 	assert.Assert(t, l.Balanced(), "%v", l)
 	freed.WaitFor(t, l.DeviceDrops+l.QdiscDrops+l.Uncounted, waitLimit, l)
 }
@@ -141,17 +140,6 @@ func detachedFile(t *testing.T, d *tuntap.Device) {
 	assert.Check(t, errors.Is(rerr, unix.EBADFD), "read on the queue file of a deleted tap: %v", rerr)
 }
 
-// full waits for frames sent to an idle reader to reach their fate f, the
-// queue stopped with f.backlog in the qdisc (backpressure) or the ring full
-// and tail-dropping (stock), without te.stopped's hold: the teardown
-// rounds tear down what they find.
-func (te *tapRig) full(t testing.TB, f fate) state {
-	t.Helper()
-	return te.waitState(t, fmt.Sprintf("ring full: qdisc backlog %d, tun drops %d", f.backlog, f.tunDrops), func(s state) bool {
-		return s.Q.Qlen == uint64(f.backlog) && s.Link.TxDropped == uint64(f.tunDrops)
-	})
-}
-
 // detachStopped fills both queues of a two-queue tap (R in each ring,
 // teardownBacklog in each txq's qdisc, both stopped) and detaches queue 0.
 // Its ring is purged; file 1 moves to index 0 with its full ring, so txq 0
@@ -167,34 +155,29 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 	s0, s1 := m.sender(t, 0), m.sender(t, 1)
 	res0 := send(t, s0, n)
 	res1 := send(t, s1, n)
-	m.waitQueues(t, "both queues stopped", func(qs queueState) bool {
-		return qs.PerQ[0].Qlen == uint64(f.backlog) && qs.PerQ[1].Qlen == uint64(f.backlog) && qs.Link.TxDropped == 0
-	})
+	m.waitQueues(t, "both queues stopped", backlogs(f.backlog, f.backlog, 0))
 
 	counters.Bounded(t, waitLimit, "TUNSETQUEUE IFF_DETACH_QUEUE on queue 0", m.q[0].Detach)
-	kept := func(qs queueState) bool {
-		return qs.PerQ[0].Qlen == uint64(f.backlog) && qs.PerQ[1].Qlen == 0 && qs.Link.TxDropped == 0
-	}
+	kept := backlogs(f.backlog, 0, 0)
 	m.waitQueues(t, "txq 0 still stopped with its backlog, txq 1's reset", kept)
 	qs := m.holdQueues(t, "txq 0 stopped behind file 1's full ring", kept)
-	sent := res0.Sent + res0.Refused + res1.Sent + res1.Refused
+	sent := res0.Handed() + res1.Handed()
 	l := account(sent, 0, qs.state, f.ring)
-	l.Uncounted, l.UncountedWhy = uint64(f.ring+f.backlog), "queue 0's ring purged at detach, txq 1's qdisc reset to one real queue"
+	l.Uncounted, l.UncountedWhy = uint64(f.held()), "queue 0's ring purged at detach, txq 1's qdisc reset to one real queue"
 	assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 	freed.WaitFor(t, l.Uncounted, waitLimit, l)
 
 	r := traffic.NewReader(m.q[1].File)
-	readExactly(t, r, f.ring+f.backlog)
+	readExactly(t, r, f.held())
 	extra := drain(t, r)
 	qs = m.waitQueues(t, "empty qdiscs", func(qs queueState) bool { return qs.Q.Qlen == 0 })
-	l = account(sent, f.ring+f.backlog+extra, qs.state, 0)
-	l.Uncounted, l.UncountedWhy = uint64(f.ring+f.backlog), "queue 0's ring purged at detach, txq 1's qdisc reset to one real queue"
+	l = account(sent, f.held()+extra, qs.state, 0)
+	l.Uncounted, l.UncountedWhy = uint64(f.held()), "queue 0's ring purged at detach, txq 1's qdisc reset to one real queue"
 	assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 	assert.Check(t, is.Equal(extra, 0), "%v", l)
 	checkStreams(t, l, sentBy(s0, s1), r)
 	checkFirst(t, r, 1, f.ring)
-	want := traffic.Stream{Frames: uint64(f.backlog), First: uint64(f.ring), Last: uint64(n - 1), InOrder: uint64(f.backlog)}
-	assert.Check(t, r.Streams[0] != nil && *r.Streams[0] == want, "stream 0: want frames %d-%d (txq 0's backlog), read %v; %v", f.ring, n-1, r.Streams[0], l)
+	assert.Check(t, readSpan(r, 0, f.ring, f.backlog), "stream 0: want frames %d-%d (txq 0's backlog), read %v; %v", f.ring, n-1, r.Streams[0], l)
 	freed.WaitFor(t, l.Uncounted, waitLimit, l)
 }
 
@@ -222,17 +205,17 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 // variant's.
 func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 	kmsg.Watch(t)
-	te := &tapRig{e: home, opts: o}
-	te.dev = te.open(t, o.flags, true)
+	rig := &tapRig{e: home, opts: o}
+	rig.dev = rig.open(t, o.flags, true)
 	away, kill := netenv.NewDoomed(t)
 	assert.NilError(t, home.Handle.LinkSetNsFd(home.Link(t, tapName), int(away.NS)), "move %s to a namespace of its own", tapName)
-	te.e = away
-	te.setUp(t)
-	freed := te.freed(t)
+	rig.e = away
+	rig.setUp(t)
+	freed := rig.freed(t)
 
 	var s *traffic.Sender
 	assert.NilError(t, away.Do(func() (err error) {
-		s, err = traffic.NewSender(te.ifindex, 1)
+		s, err = traffic.NewSender(rig.ifindex, 1)
 		return err
 	}))
 	closeSender := sync.OnceValue(s.Close)
@@ -240,17 +223,17 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 	n := o.ring + teardownBacklog
 	f := idleFate(o, n)
 	res := send(t, s, n)
-	st := te.full(t, f)
-	l := account(res.Sent+res.Refused, 0, st, f.ring)
+	st := rig.reached(t, state{}, n)
+	l := account(res.Handed(), 0, st, f.ring)
 	assert.Assert(t, l.Balanced(), "%v", l)
 
 	assert.NilError(t, closeSender())
 	kill()
-	r := traffic.NewReader(te.dev.File)
+	r := traffic.NewReader(rig.dev.File)
 	read := 0
 	var readErr error
 	if f.backlog > 0 {
-		counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", func() error { _, err := te.dev.Flags(); return err })
+		counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", func() error { _, err := rig.dev.Flags(); return err })
 		for {
 			got, err := r.Read(1, waitLimit)
 			read += got
@@ -263,15 +246,15 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 			assert.Assert(t, got == 1, "no frame for %v and the namespace still there after %d frames read; %v", waitLimit, read, l)
 		}
 	}
-	_, err := counters.WaitFor(context.Background(), waitLimit, te.dev.Gone, func(g bool) bool { return g })
+	_, err := counters.WaitFor(context.Background(), waitLimit, rig.dev.Gone, func(g bool) bool { return g })
 	assert.NilError(t, err, "the namespace and its tap destroyed once nothing of the test held it (reads ended with %v); %v", readErr, l)
 	l.Received, l.InDevice, l.QdiscBacklog = uint64(read), 0, 0
-	l.Uncounted, l.UncountedWhy = uint64(f.ring+f.backlog-read), "left in the ring when the namespace was destroyed"
+	l.Uncounted, l.UncountedWhy = uint64(f.held()-read), "left in the ring when the namespace was destroyed"
 	assert.Assert(t, l.Balanced(), "%v", l)
 	checkStreams(t, l, sentBy(s), r)
 	checkFirst(t, r, 1, read)
 	freed.WaitFor(t, l.DeviceDrops+l.QdiscDrops+l.Uncounted, waitLimit, l)
-	counters.Bounded(t, waitLimit, "close the queue file", te.dev.Close)
+	counters.Bounded(t, waitLimit, "close the queue file", rig.dev.Close)
 	t.Logf("read %d of %d frames before the namespace went; %v", read, n, l)
 }
 
@@ -280,7 +263,7 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 const teardownRounds = 3
 
 // freed starts counting the tap's frames freed with kfree_skb.
-func (te *tapRig) freed(t testing.TB) *dropmon.Freed {
+func (rig *tapRig) freed(t testing.TB) *dropmon.Freed {
 	t.Helper()
-	return dropmon.WatchFreed(t, te.e.NS, te.ifindex)
+	return dropmon.WatchFreed(t, rig.e.NS, rig.ifindex)
 }

@@ -8,7 +8,6 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
@@ -24,8 +23,8 @@ func TestProbe(t *testing.T) {
 	probe := tuntap.ProbeBackpressure()
 	t.Logf("TUNGETFEATURES=%#x, IFF_BACKPRESSURE probe: %v", features, probe)
 
-	te := newTap(t, tapOpts{ring: 16, limit: 16, flags: tuntap.IFFBackpressure, loose: true})
-	flags, err := te.dev.Flags()
+	rig := newTap(t, tapOpts{ring: 16, limit: 16, flags: tuntap.IFFBackpressure, loose: true})
+	flags, err := rig.dev.Flags()
 	assert.NilError(t, err)
 	kept := flags&tuntap.IFFBackpressure != 0
 	assert.Check(t, is.Equal(kept, probe == nil), "TUNGETFEATURES %#x, TUNGETIFF flags after TUNSETIFF with 0x80: %#x", features, flags)
@@ -123,8 +122,8 @@ func (c classified) String() string {
 // after them).
 func classify(t *testing.T, o tapOpts) classified {
 	t.Helper()
-	te := newTap(t, o)
-	s := te.sender(t, 1)
+	rig := newTap(t, o)
+	s := rig.sender(t, 1)
 	c := classified{ring: o.ring, n: o.ring + 32}
 	for range c.n {
 		r, err := s.Send(1)
@@ -140,12 +139,12 @@ func classify(t *testing.T, o tapOpts) classified {
 	// it (a frame requeued at the stop counts twice, hence >=), and two
 	// samples in a row agree.
 	var prev state
-	settled := te.waitState(t, "frames settled", func(st state) bool {
+	settled := rig.waitState(t, "frames settled", func(st state) bool {
 		ok := st == prev && (o.limit == 0 || st.Q.Packets+st.Q.Qlen+st.Q.Drops >= uint64(c.n))
 		prev = st
 		return ok
 	})
-	c.st = te.holdState(t, "settled counters", func(st state) bool { return st == settled })
+	c.st = rig.holdState(t, "settled counters", func(st state) bool { return st == settled })
 	switch {
 	case c.st.Link.TxDropped > 0 && c.st.Q.Qlen == 0:
 		c.shape = "taildrop"
@@ -155,12 +154,12 @@ func classify(t *testing.T, o tapOpts) classified {
 		c.shape = "mixed"
 	}
 
-	c.r = traffic.NewReader(te.dev.File)
+	c.r = traffic.NewReader(rig.dev.File)
 	c.read = drain(t, c.r)
-	st := te.waitState(t, "empty qdisc", func(s state) bool { return s.Q.Qlen == 0 })
+	st := rig.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
 	// An ENETDOWN frame reached the device with its queue stopped and was
 	// dropped there (tx_dropped): it belongs in the ledger.
-	c.afterRead = account(c.res.Sent+c.res.Refused+uint64(c.enetdown), c.read, st, 0)
+	c.afterRead = account(c.res.Handed()+uint64(c.enetdown), c.read, st, 0)
 	t.Logf("%v", c)
 	assert.Assert(t, c.afterRead.Balanced(), "%v", c)
 	checkStreams(t, c.afterRead, sentBy(s), c.r)
@@ -168,65 +167,4 @@ func classify(t *testing.T, o tapOpts) classified {
 		t.FailNow()
 	}
 	return c
-}
-
-// TestTailDrop is the stock behaviour every kernel has with the
-// flag off: an idle reader and N > R frames leave exactly R readable, N-R
-// in tx_dropped (each a kfree_skb with reason FULL_RING where the kernel has
-// drop reasons) and nothing in the qdisc.
-func TestTailDrop(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
-	for _, tc := range []struct {
-		name string
-		opts tapOpts
-	}{
-		{"qdisc=pfifo", tapOpts{ring: 16, limit: 64}},
-		{"qdisc=noqueue", tapOpts{ring: 16}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkTailDrop(t, tc.opts) })
-	}
-}
-
-// checkTailDrop sends R+40 frames to an idle reader and checks the tail-drop
-// ledger exactly, then the drop reasons.
-func checkTailDrop(t *testing.T, o tapOpts) {
-	const extra = 40
-	te := newTap(t, o)
-	reason, reasonErr := fullRingReason()
-	var w *dropmon.Monitor
-	if reasonErr == nil {
-		w = te.watchDrops(t)
-	}
-	n := o.ring + extra
-	s := te.sender(t, 1)
-	res := send(t, s, n)
-	te.waitState(t, "tail-drop of the frames beyond the ring", func(st state) bool {
-		return st.Link.TxDropped >= extra && st.Q.Qlen == 0
-	})
-	r := traffic.NewReader(te.dev.File)
-	got := drain(t, r)
-	st, err := te.state()
-	assert.NilError(t, err)
-	l := account(res.Sent+res.Refused, got, st, 0)
-	assert.Assert(t, l.Balanced(), "%v", l)
-	assert.Check(t, is.Equal(got, o.ring), "frames readable; %v", l)
-	assert.Check(t, is.Equal(st.Link.TxDropped, uint64(extra)), "tun tx_dropped; %v", l)
-	assert.Check(t, is.Equal(st.Q.Qlen, uint64(0)), "qdisc backlog; %v", l)
-	assert.Check(t, is.Equal(st.Link.TxPackets, uint64(got)), "tun counts tx_packets when a frame is read; %v", l)
-	checkStreams(t, l, sentBy(s), r)
-	checkFirst(t, r, 1, o.ring)
-	if o.limit == 0 {
-		assert.Check(t, is.Equal(res.Refused, uint64(extra)), "with noqueue sendto reports each tun drop as ENOBUFS; %v", l)
-	} else {
-		assert.Check(t, is.Equal(res.Refused, uint64(0)), "a qdisc hides tun drops from sendto; %v", l)
-	}
-
-	t.Run("DropReason", func(t *testing.T) {
-		feature.Require(t, reasonErr)
-		c, err := w.Count(reason)
-		assert.NilError(t, err)
-		seen, err := w.All()
-		assert.NilError(t, err)
-		assert.Check(t, is.Equal(c, uint64(extra)), "kfree_skb drops with reason FULL_RING (%d) on %s; every reason seen there: %v; %v", reason, tapName, seen, l)
-	})
 }

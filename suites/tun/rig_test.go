@@ -1,0 +1,215 @@
+package tun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+)
+
+const (
+	tapName = "xtap0"
+	// waitLimit bounds every wait for the kernel to reach a state; TCG
+	// guests on two shared cores are slow, hence the margin.
+	waitLimit = 10 * time.Second
+	// holdFor is how long a state must stay unchanged to count as
+	// "nothing moved" (a stopped queue, no wake): three orders of
+	// magnitude over a softirq's latency.
+	holdFor = 200 * time.Millisecond
+	// quiet is how long a drain waits for one more frame before it
+	// concludes the ring is empty.
+	quiet = 100 * time.Millisecond
+)
+
+// tapOpts describes a test's tap.
+type tapOpts struct {
+	ring  int    // txqueuelen, the ptr_ring size R
+	limit uint32 // pfifo limit P of the root qdisc; 0 means noqueue
+	// root, when set, replaces the pfifo/noqueue choice: "default" keeps
+	// the qdisc the kernel attached, "fq_codel" installs fq_codel.
+	root string
+	// kind is the device's TUNSETIFF kind: IFF_TAP or IFF_TUN, with
+	// IFF_NO_PI or without; 0 means IFF_TAP|IFF_NO_PI.
+	kind  uint16
+	flags uint16 // TUNSETIFF flags beyond the kind
+	// loose asks for flags without requiring the kernel to keep them:
+	// the classifier observes what a kernel does with a flag it ignores.
+	loose bool
+	// blocking opens the queue file with tuntap.OpenBlocking, for
+	// traffic.Reader.ReadToEnd.
+	blocking bool
+}
+
+func (o tapOpts) backpressure() bool { return o.flags&tuntap.IFFBackpressure != 0 }
+
+// stock is o without IFF_BACKPRESSURE: what a kernel without seed 000
+// makes of o.
+func (o tapOpts) stock() tapOpts {
+	o.flags &^= tuntap.IFFBackpressure
+	return o
+}
+
+// tapRig is one test's namespace with its tap.
+type tapRig struct {
+	e       *netenv.Env
+	dev     *tuntap.Device
+	ifindex int
+	opts    tapOpts
+}
+
+// requireBackpressure skips, naming the probe, when TUNGETFEATURES lacks
+// IFF_BACKPRESSURE.
+func requireBackpressure(t testing.TB) {
+	t.Helper()
+	feature.Require(t, tuntap.ProbeBackpressure())
+}
+
+// newTap builds the namespace, opens the tap with o.flags (checking that
+// every flag asked for was kept), sizes its ring, sets it up and installs
+// the root qdisc. The first queue file is rig.dev.
+func newTap(t testing.TB, o tapOpts) *tapRig {
+	t.Helper()
+	return newTapIn(t, netenv.New(t), o)
+}
+
+// newTapIn is newTap in the namespace e, which outlives the tap when e
+// belongs to a parent test.
+func newTapIn(t testing.TB, e *netenv.Env, o tapOpts) *tapRig {
+	t.Helper()
+	if o.backpressure() && !o.loose {
+		requireBackpressure(t)
+	}
+	kmsg.Watch(t)
+	rig := &tapRig{e: e, opts: o}
+	rig.dev = rig.open(t, o.flags, !o.loose)
+	rig.setUp(t)
+	return rig
+}
+
+// setUp finds the tap in rig.e, sizes its ring, sets it up and installs
+// the root qdisc of rig.opts.
+func (rig *tapRig) setUp(t testing.TB) {
+	t.Helper()
+	e, o := rig.e, rig.opts
+	l := e.Link(t, tapName)
+	rig.ifindex = l.Attrs().Index
+	assert.NilError(t, e.Handle.LinkSetTxQLen(l, o.ring), "set txqueuelen of %s to %d", tapName, o.ring)
+	e.Up(t, l)
+	switch {
+	case o.root == "default":
+	case o.root == "fq_codel":
+		feature.Require(t, rig.e.FqCodel(l))
+	case o.limit == 0:
+		e.Noqueue(t, l)
+	default:
+		e.Pfifo(t, l, o.limit)
+	}
+}
+
+// open attaches one more file to the tap with flags (TUNSETIFF) and, when
+// strict, checks the kernel kept them (older kernels drop
+// IFF_BACKPRESSURE silently).
+func (rig *tapRig) open(t testing.TB, flags uint16, strict bool) *tuntap.Device {
+	t.Helper()
+	kind := rig.opts.kind
+	if kind == 0 {
+		kind = tuntap.IFFTap | tuntap.IFFNoPI
+	}
+	open := tuntap.Open
+	if rig.opts.blocking {
+		open = tuntap.OpenBlocking
+	}
+	var d *tuntap.Device
+	assert.NilError(t, rig.e.Do(func() (err error) {
+		d, err = open(tapName, kind|flags)
+		return err
+	}))
+	t.Cleanup(func() { d.Close() })
+	if !strict {
+		return d
+	}
+	got, err := d.Flags()
+	assert.NilError(t, err)
+	want := flags &^ (tuntap.IFFAttachQueue | tuntap.IFFDetachQueue)
+	assert.Equal(t, got&want, want, "TUNGETIFF flags %#x: the kernel did not keep %#x", got, want&^got)
+	return d
+}
+
+func (rig *tapRig) link(t testing.TB) netlink.Link {
+	t.Helper()
+	return rig.e.Link(t, tapName)
+}
+
+// sender opens an AF_PACKET sender in the namespace; stream tags its frames.
+func (rig *tapRig) sender(t testing.TB, stream uint32) *traffic.Sender {
+	t.Helper()
+	var s *traffic.Sender
+	assert.NilError(t, rig.e.Do(func() (err error) {
+		s, err = traffic.NewSender(rig.ifindex, stream)
+		return err
+	}))
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// send sends n frames, failing on errors other than ENOBUFS (Refused).
+func send(t testing.TB, s *traffic.Sender, n int) traffic.Result {
+	t.Helper()
+	r, err := s.Send(n)
+	assert.NilError(t, err, "after %d sent, %d refused", r.Sent, r.Refused)
+	return r
+}
+
+// state is one sample of the tap's counters.
+type state struct {
+	Link counters.Link
+	Q    counters.Qdisc // zero when the root qdisc is noqueue
+}
+
+func (s state) String() string {
+	if s.Q.Kind == "" {
+		return fmt.Sprintf("%s; noqueue", s.Link)
+	}
+	return fmt.Sprintf("%s; %s", s.Link, s.Q)
+}
+
+func (rig *tapRig) state() (state, error) {
+	var s state
+	var err error
+	if s.Link, err = counters.ReadLink(rig.e.Handle, tapName); err != nil {
+		return s, err
+	}
+	if rig.opts.limit == 0 && rig.opts.root == "" {
+		return s, nil
+	}
+	s.Q, err = counters.ReadRootQdisc(rig.e, tapName)
+	return s, err
+}
+
+// waitState waits until ok accepts the tap's state.
+func (rig *tapRig) waitState(t testing.TB, what string, ok func(state) bool) state {
+	t.Helper()
+	s, err := counters.WaitFor(context.Background(), waitLimit, rig.state, ok)
+	assert.NilError(t, err, "waiting for %s", what)
+	return s
+}
+
+// holdState checks that ok keeps accepting the state for holdFor.
+func (rig *tapRig) holdState(t testing.TB, what string, ok func(state) bool) state {
+	t.Helper()
+	return counters.Holds(t, holdFor, what, rig.state, ok)
+}
+
+func isENETDOWN(err error) bool { return errors.Is(err, unix.ENETDOWN) }
