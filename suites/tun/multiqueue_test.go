@@ -66,6 +66,7 @@ func TestWakesOnItsOwn(t *testing.T) {
 	res0 := send(t, s0, n)
 	base := m.stopped(t, state{}, n)
 	res1 := send(t, s1, half)
+	m.waitQueues(t, "queue 1 takes frames into its ring while queue 0 is stopped", backlogs(f.backlog, 0, 0))
 	m.holdQueues(t, "queue 1 takes frames into its ring while queue 0 is stopped", backlogs(f.backlog, 0, 0))
 	res1b := send(t, s1, n-half)
 	m.stopped(t, base, n)

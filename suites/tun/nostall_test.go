@@ -169,6 +169,7 @@ func TestPersistReattach(t *testing.T) {
 			fx.dev = fx.open(t, tc.again, true)
 			t.Cleanup(func() { fx.dev.SetPersist(false) })
 			fx.opts.flags = tc.again
+			fx.waitOperUp(t)
 			r := traffic.NewReader(fx.dev.File)
 			handed, read := fx.refill(t, s, r, fx.n)
 

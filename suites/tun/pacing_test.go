@@ -1,6 +1,7 @@
 package tun
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/margin"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
@@ -133,18 +135,16 @@ func (p *paced) wait(t testing.TB, what string) {
 	}
 }
 
-// blocked waits until the sender waits: two samples in a row agree, with
-// frames in the qdisc, and then nothing moves for holdFor while the sender
-// has not returned.
+// blocked waits until the counters hold still for holdFor and returns
+// them: the sender waits for room, with frames in the qdisc, and has not
+// returned.
 func (rig *tapRig) blocked(t *testing.T, p *paced, n int) state {
 	t.Helper()
-	var prev state
-	st := rig.waitState(t, "the sender blocked with frames in the qdisc", func(now state) bool {
-		ok := now == prev && now.Q.Qlen > 0
-		prev = now
-		return ok
-	})
-	return rig.holdState(t, "blocked sender", func(now state) bool { return now == st && !p.finished.Load() })
+	st, err := counters.WaitSteady(context.Background(), waitLimit, holdFor, rig.state)
+	assert.NilError(t, err, "waiting for the counters to hold still with the reader idle")
+	assert.Assert(t, !p.finished.Load(), "the sender did not wait with the reader idle: %v", st)
+	assert.Assert(t, st.Q.Qlen > 0, "the sender stopped with nothing in the qdisc; %v", st)
+	return st
 }
 
 // pacedSender opens a blocking sender with a send buffer of pacedSndbuf

@@ -140,7 +140,8 @@ func (rc *racer) startReader() {
 // progressEvery until ctx ends. A window in which the senders sent and
 // nothing was delivered is checked with a read of our own: a frame means
 // the reader was starved of CPU; an empty ring with a qdisc backlog is a
-// stopped queue over an empty ring, a stall.
+// stopped queue over an empty ring, which must deliver again within
+// waitLimit, or it is a stall.
 func (rc *racer) watch(t *testing.T, ctx context.Context) (stalls []string) {
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
@@ -165,7 +166,9 @@ func (rc *racer) watch(t *testing.T, ctx context.Context) (stalls []string) {
 			case got > 0:
 				starved++
 			case st.Q.Qlen > 0:
-				stalls = append(stalls, fmt.Sprintf("no frame delivered in %v while %d were sent: %v; a read of our own found the ring empty", progressEvery, sent-lastSent, st))
+				if _, err := counters.WaitFor(context.Background(), waitLimit, rc.state, func(now state) bool { return now.Link.TxPackets > st.Link.TxPackets }); err != nil {
+					stalls = append(stalls, fmt.Sprintf("nothing delivered with the qdisc holding frames over an empty ring (a read of our own found it empty), at %v: %v", st, err))
+				}
 			}
 		}
 		last, lastSent = st, sent

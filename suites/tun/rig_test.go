@@ -212,4 +212,24 @@ func (rig *tapRig) holdState(t testing.TB, what string, ok func(state) bool) sta
 	return counters.Holds(t, holdFor, what, rig.state, ok)
 }
 
+// waitOperUp waits until the tap's carrier is back (operstate up) after
+// its last queue file closed, and its qdiscs are active again: linkwatch
+// sets the operstate and activates the qdiscs under RTNL, and reading the
+// qdisc takes RTNL, so a read after the operstate has turned comes after
+// both. Frames sent earlier could meet the noop qdisc of a carrier-less
+// device.
+func (rig *tapRig) waitOperUp(t testing.TB) {
+	t.Helper()
+	_, err := counters.WaitFor(context.Background(), waitLimit, func() (netlink.LinkOperState, error) {
+		l, err := rig.e.Handle.LinkByName(tapName)
+		if err != nil {
+			return 0, err
+		}
+		return l.Attrs().OperState, nil
+	}, func(s netlink.LinkOperState) bool { return s == netlink.OperUp })
+	assert.NilError(t, err, "waiting for %s's carrier after a queue file attached again", tapName)
+	_, err = rig.state()
+	assert.NilError(t, err)
+}
+
 func isENETDOWN(err error) bool { return errors.Is(err, unix.ENETDOWN) }
