@@ -13,19 +13,19 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
 )
 
-// TestProbe checks the IFF_BACKPRESSURE probe against the kernel's own
-// answer: TUNGETFEATURES offers 0x80 exactly when TUNSETIFF keeps it (read
-// back with TUNGETIFF); where it offers none, the test skips naming the probe.
+// TestProbe holds the IFF_BACKPRESSURE probe to the kernel's own answer:
+// TUNGETFEATURES offers 0x80 exactly when TUNSETIFF keeps it (read back
+// with TUNGETIFF). It then reports the probe's finding (feature.Require):
+// the host judges it against what the kernel should have.
 func TestProbe(t *testing.T) {
 	feature.Of(t, feature.Seed000Tun)
 	features, err := tuntap.Features()
 	assert.NilError(t, err)
 	probe := tuntap.ProbeBackpressure()
-	t.Logf("TUNGETFEATURES=%#x, IFF_BACKPRESSURE probe: %v", features, probe)
-
 	rig := newTap(t, tapOpts{ring: 16, limit: 16, flags: tuntap.IFFBackpressure, loose: true})
 	flags, err := rig.dev.Flags()
 	assert.NilError(t, err)
+	t.Logf("TUNGETFEATURES=%#x; TUNGETIFF flags after TUNSETIFF with 0x80: %#x; IFF_BACKPRESSURE probe: %v", features, flags, probe)
 	kept := flags&tuntap.IFFBackpressure != 0
 	assert.Check(t, is.Equal(kept, probe == nil), "TUNGETFEATURES %#x, TUNGETIFF flags after TUNSETIFF with 0x80: %#x", features, flags)
 	feature.Require(t, probe)
