@@ -23,6 +23,7 @@
 //	bench_test.go                 seed 000's table (BenchmarkTap)
 //
 // A kernel without the flag skips the tests that need it, naming the
-// TUNGETFEATURES probe. What each kernel must show is in
+// TUNGETFEATURES probe; one that keeps the flag but tail-drops exactly as
+// before is 000 absent. What each kernel must show is in
 // kernels/expectations.
 package tun

@@ -22,6 +22,8 @@ const (
 	raceFor = 2 * time.Second
 	// progressEvery is the window in which the reader should get a frame.
 	progressEvery = 500 * time.Millisecond
+	// raceHeld is how many frames the qdisc holds when the race starts.
+	raceHeld = 64
 	// raceTunDrops is how many frames tun may drop with backpressure:
 	// none (worst case of 24 runs on debian:7.3, 10.45 M frames). The
 	// seed expects rare FULL_RING drops from LLTX races, but only the CPU
@@ -30,7 +32,8 @@ const (
 	raceTunDrops = 0
 )
 
-// TestRace: 2 and 4 sending threads against one reader for raceFor. The
+// TestRace: 2 and 4 sending threads against one reader for raceFor,
+// from a tap filled while the reader was idle. The
 // queue must never stall (a stopped queue over an empty ring), every frame
 // must be accounted for once the senders stop, every stream must arrive in
 // order with its missing frames exactly the ledger's drops, the kernel
@@ -88,15 +91,18 @@ type racer struct {
 	readErr    chan error
 }
 
+// newRacer starts from a full ring (the queue stopped, with the flag: the
+// fill fixture judges it) and adds senders to fill's, up to threads.
 func newRacer(t *testing.T, o tapOpts, threads int) *racer {
-	rig := newTap(t, o)
-	rc := &racer{tapRig: rig, senders: make([]*traffic.Sender, threads),
+	fx := fill(t, o, o.ring+raceHeld)
+	rc := &racer{tapRig: fx.tapRig, senders: []*traffic.Sender{fx.s},
 		sendErr: make(chan error, threads), stopRead: make(chan struct{}), readErr: make(chan error, 1)}
-	for i := range rc.senders {
-		rc.senders[i] = rig.sender(t, uint32(i+1))
+	rc.sent.Store(fx.res.Handed())
+	for i := 2; i <= threads; i++ {
+		rc.senders = append(rc.senders, fx.sender(t, uint32(i)))
 	}
-	rc.burst = rig.burstDrops(t)
-	rc.r, rc.probe = traffic.NewReader(rig.dev.File), traffic.NewReader(rig.dev.File)
+	rc.burst = fx.burstDrops(t)
+	rc.r, rc.probe = traffic.NewReader(fx.dev.File), traffic.NewReader(fx.dev.File)
 	return rc
 }
 

@@ -154,7 +154,9 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 	f := idleFate(o, n)
 	s0, s1 := m.sender(t, 0), m.sender(t, 1)
 	res0 := send(t, s0, n)
+	base := m.reached(t, state{}, n)
 	res1 := send(t, s1, n)
+	m.reached(t, base, n)
 	m.waitQueues(t, "both queues stopped", backlogs(f.backlog, f.backlog, 0))
 
 	counters.Bounded(t, waitLimit, "TUNSETQUEUE IFF_DETACH_QUEUE on queue 0", m.q[0].Detach)
