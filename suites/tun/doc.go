@@ -17,6 +17,7 @@
 //	classify_test.go              the probe; seed 002's verdict and 000's, absent or present
 //	nostall_test.go               drain, txqueuelen change, link down/up, persistent reopen
 //	multiqueue_test.go            queues stop and wake apart; detach and re-attach
+//	attach_test.go                a file that takes over a stopped index wakes it
 //	race_test.go, pacing_test.go  several senders; a sender that can wait
 //	modes_test.go, gso_test.go    tun, NAPI, virtio-net headers, GSO packets
 //	teardown_test.go              a stopped tap closed, detached, deleted
