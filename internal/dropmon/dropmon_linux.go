@@ -254,6 +254,18 @@ func (m *Monitor) All() (map[uint32]uint64, error) {
 	return seen, it.Err()
 }
 
+// Misses returns how many kfree_skb events the program did not run for
+// because it was already running on that CPU (the kernel's per-program
+// recursion guard, bpf_prog_info.recursion_misses): events on any device,
+// with any reason, that no count has.
+func (m *Monitor) Misses() (uint64, error) {
+	st, err := m.prog.Stats()
+	if err != nil {
+		return 0, fmt.Errorf("read the kfree_skb counter's recursion misses: %w", err)
+	}
+	return st.RecursionMisses, nil
+}
+
 // Close detaches the program and frees the counters.
 func (m *Monitor) Close() error {
 	return errors.Join(m.tp.Close(), m.prog.Close(), m.counts.Close())

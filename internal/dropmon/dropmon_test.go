@@ -1,14 +1,19 @@
 package dropmon
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
 // TestFilter sends n UDP datagrams to a closed port on the loopback of one
@@ -52,4 +57,40 @@ func TestFilter(t *testing.T) {
 	got, err = theirs.Count(reason)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(got, uint64(0)), "NO_SOCKET drops on another namespace's lo")
+}
+
+// TestHist sends n frames of the suite's ethertype from one veth end to the
+// other, where no protocol takes them: the receive path frees each once. A
+// histogram of that ethertype counts exactly n frees, one of another
+// ethertype none.
+func TestHist(t *testing.T) {
+	const n = 64
+	e := netenv.New(t)
+	a, _ := e.Veth(t, "xh0", "xh1", 0)
+	mine, err := WatchHist(t, traffic.EtherType)
+	if errors.Is(err, ErrNoHist) {
+		t.Skip(err)
+	}
+	assert.NilError(t, err)
+	other, err := WatchHist(t, traffic.EtherType+1)
+	assert.NilError(t, err)
+	assert.NilError(t, e.Do(func() error {
+		s, err := traffic.NewSender(a.Attrs().Index, 0)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		r, err := s.Send(n)
+		if err == nil && r.Sent != n {
+			err = fmt.Errorf("sent %d of %d frames: %+v", r.Sent, n, r)
+		}
+		return err
+	}))
+	// The peer frees them in its receive softirq, after Send returned.
+	got, err := counters.WaitFor(t.Context(), 5*time.Second, mine.Total, func(f HistTotal) bool { return f.N >= n })
+	assert.NilError(t, err, "frees of ethertype %#x", traffic.EtherType)
+	assert.Check(t, is.Equal(got.N, uint64(n)), "frees of ethertype %#x: %v", traffic.EtherType, got)
+	got, err = other.Total()
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(got.N, uint64(0)), "frees of ethertype %#x: %v", traffic.EtherType+1, got)
 }

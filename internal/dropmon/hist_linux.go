@@ -1,0 +1,154 @@
+package dropmon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"testing"
+)
+
+// tracefs is where the suites' guests mount tracefs (vmtest/guest).
+const tracefs = "/sys/kernel/tracing"
+
+// Hist counts skb:kfree_skb events by drop reason with a trace-event
+// histogram (a hist trigger, CONFIG_HIST_TRIGGERS), for frames of one
+// ethertype on the whole machine. Unlike a BPF program on the tracepoint,
+// it does not skip events: the trace event runs with preemption disabled
+// and has no per-program recursion guard, while a BPF program is skipped
+// (counted only in its recursion_misses) whenever it is already running on
+// the CPU, which on PREEMPT_RT, where tracepoints and BPF programs are
+// preemptible, happens to one or two kfree_skb in a hundred under the qdisc
+// suite's load (docs/findings/qdisc-kfree-skb-misses.md).
+type Hist struct {
+	dir     string // the tracefs instance
+	trigger string
+	set     bool // the trigger is on
+}
+
+// ErrNoHist is WatchHist's error where it cannot make a histogram: no
+// tracefs mounted, or a kernel without hist triggers.
+var ErrNoHist = errors.New("no kfree_skb histogram")
+
+var histSeq atomic.Uint64
+
+// WatchHist starts counting the kfree_skb events of frames with ethertype
+// proto (skb->protocol), by reason, until tb ends, in a tracefs instance of
+// its own. Where tracefs is not mounted or the kernel has no hist triggers
+// it returns an error that matches ErrNoHist; any other failure fails tb.
+func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
+	tb.Helper()
+	instances := filepath.Join(tracefs, "instances")
+	if _, err := os.Stat(instances); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: tracefs is not mounted at %s", ErrNoHist, tracefs)
+	}
+	dir := filepath.Join(instances, fmt.Sprintf("xmitcheck-%d-%d", os.Getpid(), histSeq.Add(1)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		tb.Fatalf("dropmon: make a tracefs instance (tracefs at %s): %v", tracefs, err)
+	}
+	h := &Hist{dir: dir, trigger: fmt.Sprintf("hist:keys=reason:vals=hitcount if protocol == %d", proto)}
+	tb.Cleanup(func() {
+		if err := h.close(); err != nil {
+			tb.Errorf("dropmon: %v", err)
+		}
+	})
+	// The instance's ring buffer only holds each event until the trigger
+	// has it (the event itself stays disabled): one page per CPU.
+	if err := os.WriteFile(filepath.Join(dir, "buffer_size_kb"), []byte("4"), 0); err != nil {
+		tb.Fatalf("dropmon: shrink the instance's buffer: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "events/skb/kfree_skb/hist")); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: the kernel has no hist triggers (CONFIG_HIST_TRIGGERS), no events/skb/kfree_skb/hist in tracefs", ErrNoHist)
+	}
+	format, err := os.ReadFile(filepath.Join(dir, "events/skb/kfree_skb/format"))
+	if err != nil {
+		tb.Fatalf("dropmon: %v", err)
+	}
+	if !bytes.Contains(format, []byte(" reason;")) {
+		return nil, fmt.Errorf("%w: skb:kfree_skb has no reason field (before 5.17)", ErrNoHist)
+	}
+	if err := os.WriteFile(h.triggerFile(), []byte(h.trigger), 0); err != nil {
+		tb.Fatalf("dropmon: set %q on skb:kfree_skb: %v", h.trigger, err)
+	}
+	h.set = true
+	return h, nil
+}
+
+func (h *Hist) triggerFile() string { return filepath.Join(h.dir, "events/skb/kfree_skb/trigger") }
+
+var (
+	histEntry   = regexp.MustCompile(`(?m)^\{ reason:\s*(\d+) \} hitcount:\s*(\d+)$`)
+	histDropped = regexp.MustCompile(`(?m)^\s*Dropped: (\d+)$`)
+)
+
+// Counts returns the events seen so far by reason value (the kernel's enum
+// skb_drop_reason). An event the histogram could not store (its map full)
+// is an error: the counts would be short.
+func (h *Hist) Counts() (map[uint32]uint64, error) {
+	b, err := os.ReadFile(filepath.Join(h.dir, "events/skb/kfree_skb/hist"))
+	if err != nil {
+		return nil, fmt.Errorf("read the kfree_skb histogram: %w", err)
+	}
+	d := histDropped.FindSubmatch(b)
+	if d == nil {
+		return nil, fmt.Errorf("the kfree_skb histogram has no Dropped total: %q", b)
+	}
+	if string(d[1]) != "0" {
+		return nil, fmt.Errorf("the kfree_skb histogram dropped %s events (map full)", d[1])
+	}
+	by := map[uint32]uint64{}
+	for _, m := range histEntry.FindAllSubmatch(b, -1) {
+		r, err := strconv.ParseUint(string(m[1]), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("histogram key %q: %w", m[1], err)
+		}
+		n, err := strconv.ParseUint(string(m[2]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("histogram count %q: %w", m[2], err)
+		}
+		by[uint32(r)] = n
+	}
+	return by, nil
+}
+
+// HistTotal is every event a Hist counted, and the counts by reason.
+type HistTotal struct {
+	N        uint64
+	ByReason map[uint32]uint64
+}
+
+func (f HistTotal) String() string {
+	return fmt.Sprintf("%d freed with kfree_skb (by enum skb_drop_reason value: %v)", f.N, f.ByReason)
+}
+
+// Total returns every event counted so far.
+func (h *Hist) Total() (HistTotal, error) {
+	by, err := h.Counts()
+	f := HistTotal{ByReason: by}
+	for _, v := range by {
+		f.N += v
+	}
+	return f, err
+}
+
+// Count returns the events seen so far with reason.
+func (h *Hist) Count(reason uint32) (uint64, error) {
+	by, err := h.Counts()
+	return by[reason], err
+}
+
+func (h *Hist) close() error {
+	if h.set {
+		if err := os.WriteFile(h.triggerFile(), []byte("!"+h.trigger), 0); err != nil {
+			return fmt.Errorf("remove the kfree_skb histogram: %w", err)
+		}
+	}
+	if err := os.Remove(h.dir); err != nil {
+		return fmt.Errorf("remove tracefs instance %s: %w", h.dir, err)
+	}
+	return nil
+}
