@@ -18,8 +18,10 @@ const (
 	// not, see bpf/fastpath.c) before the test judges.
 	fastPathWant = 300
 	// fastPathBound bounds the load that must produce them; fewer is not
-	// enough load to decide, a skip.
-	fastPathBound = 40 * time.Second
+	// enough load to decide, a skip. Candidates need two vCPUs in the
+	// transmit path at once, so a host busy with other VMs makes them
+	// rare: the longest wait measured is in docs/findings/qdisc-fastpath.md.
+	fastPathBound = 2 * time.Minute
 	// fastPathBeat is how often the test says how far it got.
 	fastPathBeat = 10 * time.Second
 	// devWeightSysctl sets dev_tx_weight, the packets __qdisc_run() sends
