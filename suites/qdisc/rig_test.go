@@ -196,36 +196,15 @@ func tapReader(tb testing.TB, e *netenv.Env, flags uint16, ring int) *rig {
 	return r
 }
 
-// countBurstDrops makes r count the frames its qdisc's defer_list drops:
-// with q->defer_list (7.2+), __dev_xmit_skb() drops a frame before the
-// qdisc when more than net.core.qdisc_max_burst wait on the list, and no
-// qdisc or device counter has it (the sender gets ENOBUFS). A kernel
-// without SKB_DROP_REASON_QDISC_BURST_DROP leaves r.burst nil.
-//
-// The count is a trace-event histogram of the suite's ethertype on the
-// whole machine (one device at a time carries it): a BPF program on
-// kfree_skb misses events on PREEMPT_RT (dropmon.Hist). Only a kernel
-// without hist triggers gets the BPF count, on r's device.
+// countBurstDrops counts the frames of the suite's ethertype that
+// __dev_xmit_skb() frees with QDISC_BURST_DROP (dropmon.WatchBurst); a
+// kernel without the reason has no such drop and no counter.
 func (r *rig) countBurstDrops(tb testing.TB) {
 	tb.Helper()
-	reason, err := dropmon.Reason(feature.DropReasonQdiscBurst)
-	switch {
-	case errors.Is(err, feature.ErrNotSupported):
-		return
-	case err != nil:
-		tb.Fatalf("dropmon: %v", err)
-	}
-	h, err := dropmon.WatchHist(tb, traffic.EtherType)
+	count, err := dropmon.WatchBurst(tb, r.e.NS, r.dev.Attrs().Index, traffic.EtherType)
 	if err == nil {
-		r.burst = func() (uint64, error) { return h.Count(reason) }
-		return
+		r.burst = count
 	}
-	tb.Logf("burst drops counted by a BPF program on kfree_skb, which may miss some on a preemptible kernel: %v", err)
-	count, err := dropmon.Watch(tb, r.e.NS, r.dev.Attrs().Index, feature.DropReasonQdiscBurst)
-	if err != nil {
-		tb.Fatalf("dropmon: %v", err)
-	}
-	r.burst = count
 }
 
 // qdiscs are the locked root qdiscs under test.

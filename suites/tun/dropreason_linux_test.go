@@ -6,6 +6,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/traffic"
 )
 
 // fullRingReason returns the value of SKB_DROP_REASON_FULL_RING, tun's
@@ -36,7 +37,7 @@ func (rig *tapRig) watchDrops(t testing.TB) *dropmon.Monitor {
 // reason there is no defer list and no such drop, and the counter stays 0.
 func (rig *tapRig) burstDrops(t testing.TB) func() (uint64, error) {
 	t.Helper()
-	count, err := dropmon.Watch(t, rig.e.NS, rig.ifindex, feature.DropReasonQdiscBurst)
+	count, err := dropmon.WatchBurst(t, rig.e.NS, rig.ifindex, traffic.EtherType)
 	if err != nil {
 		t.Logf("no burst drops to count: %v", err)
 		return func() (uint64, error) { return 0, nil }

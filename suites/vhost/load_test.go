@@ -20,7 +20,7 @@ type loadResult struct {
 	// ledger is the final ledger, whose uncounted term holds the frames
 	// dropped before the qdisc (burst).
 	ledger counters.Accounting
-	burst  uint64        // frames freed before the qdisc (burstDropReason)
+	burst  uint64        // frames freed before the qdisc (QDISC_BURST_DROP)
 	took   time.Duration // from the first send to the drained state
 }
 
