@@ -4,6 +4,7 @@ import (
 	"bufio"
 	_ "embed"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
@@ -46,16 +47,22 @@ func Expectations() (map[string]feature.Expectation, error) {
 // the expectation file, or, for a kernel outside it (a path, a build), the
 // seeds and known issues of ReferenceKernel, so that a kernel that lacks a
 // merged seed never passes unless the user says it may (--expect). The
-// running kernel (host) is judged by nothing but --expect: any machine's
+// running kernel (host) has no seeds judged but by --expect: any machine's
 // kernel can run the suites, and its release string says nothing of what
-// it carries.
+// it carries. It may show the known issues of any line, each an upstream
+// defect a kernel of any version can carry, and each an XFAIL only when a
+// test saw exactly it.
 func Expect(k *Kernel) (feature.Expectation, string, error) {
 	all, err := Expectations()
 	if err != nil {
 		return feature.Expectation{}, "", err
 	}
 	if k.Host {
-		return feature.Expectation{}, "not judged: the running kernel has no expectation (--expect gives one)", nil
+		e := feature.Expectation{Known: map[feature.Issue]bool{}}
+		for _, x := range all {
+			maps.Copy(e.Known, x.Known)
+		}
+		return e, "seeds not judged: the running kernel has no expectation (--expect gives one); the known issues of kernels/expectations", nil
 	}
 	if e, ok := all[k.Name]; ok {
 		return e, "kernels/expectations", nil

@@ -34,3 +34,13 @@ func TestExpectOutsideTheFile(t *testing.T) {
 	assert.Check(t, is.Equal(src, "kernels/expectations"))
 	assert.Check(t, !e.Seeds[feature.Seed004])
 }
+
+func TestExpectHost(t *testing.T) {
+	e, _, err := Expect(&Kernel{Name: "host", Host: true})
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(e.Seeds, 0), "no release string says what the host carries")
+	assert.Check(t, is.Len(e.Features, 0))
+	for _, i := range []feature.Issue{feature.IssueDevmapSameDevice, feature.IssueQdiscBurstUncounted} {
+		assert.Check(t, e.Known[i], "an upstream defect may show on any kernel: %s", i)
+	}
+}

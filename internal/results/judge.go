@@ -83,8 +83,10 @@ func (r *Run) observe() map[*Test]observation {
 // settle ends every test that stopped on an observation the way e says,
 // and returns the features e wants that a probe found missing. A test that
 // ended on its own record (a skip under the judge) becomes an XFAIL where
-// e allows what it saw, and a failure where it does not; a test that
-// failed in any other way, or that the kernel failed, stays failed.
+// e allows what it saw, and a failure where it does not; an absence of a
+// seed e does not mention stays a skip that says so (the verdict reports
+// it). A test that failed in any other way, or that the kernel failed,
+// stays failed.
 func (r *Run) settle(obs map[*Test]observation, e feature.Expectation) []FeatureMiss {
 	var misses []FeatureMiss
 	for _, t := range r.Tests {
@@ -94,13 +96,13 @@ func (r *Run) settle(obs map[*Test]observation, e feature.Expectation) []Feature
 		for _, rec := range obs[t].records {
 			switch {
 			case rec.Seed != "" && rec.Absent:
-				want, judged := e.Seeds[rec.Seed]
-				t.Status, t.Judged = XFail, fmt.Sprintf("seed %s absent, as expected: %s", rec.Seed, rec.Why)
-				if !judged || want {
-					t.Status, t.Judged = Fail, fmt.Sprintf("seed %s absent: %s", rec.Seed, rec.Why)
-				}
-				if judged && want {
-					t.Judged += "; " + r.Kernel + " is expected to have it (" + r.ExpectSource + ")"
+				switch want, judged := e.Seeds[rec.Seed]; {
+				case !judged:
+					t.Judged = fmt.Sprintf("seed %s absent, not judged here (%s): %s", rec.Seed, r.ExpectSource, rec.Why)
+				case want:
+					t.Status, t.Judged = Fail, fmt.Sprintf("seed %s absent: %s; %s is expected to have it (%s)", rec.Seed, rec.Why, r.Kernel, r.ExpectSource)
+				default:
+					t.Status, t.Judged = XFail, fmt.Sprintf("seed %s absent, as expected: %s", rec.Seed, rec.Why)
 				}
 			case rec.Issue != "":
 				t.Status, t.Judged = XFail, fmt.Sprintf("known kernel issue %s: %s", rec.Issue, rec.Why)

@@ -68,5 +68,7 @@ func TestJudgeRecordedOtherwise(t *testing.T) {
 	assert.Check(t, is.Equal(tun.State, Present))
 	assert.Check(t, tun.Mismatch(), "7.3 shows 000, told it must not")
 	c := runs[0].Counts()
-	assert.Check(t, is.DeepEqual(c, Tally{Pass: 4, Fail: 6, Skip: 13}), "an absence nobody expects fails too (002's subtest)")
+	assert.Check(t, is.DeepEqual(c, Tally{Pass: 4, Fail: 5, Skip: 14}), "an absence nobody judges is a skip (002's subtest)")
+	legacy, _ := runs[0].verdict(feature.Seed002)
+	assert.Check(t, is.Equal(legacy.State, Absent), "and its verdict says so")
 }
