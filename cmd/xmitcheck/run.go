@@ -282,9 +282,10 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 		next := slices.DeleteFunc(slices.Clone(todo), func(bin vmtest.Binary) bool { return s.exited[bin.Name] || bin.Name == crashed })
 		switch retry.After(crashed, out, s.splats) {
 		case vmtest.Again:
-			s.run.Note(fmt.Sprintf("%s: an int3 oops at a live-patched site under multi-threaded TCG, the emulator's (one vCPU ran text another had patched): running %s and the rest again, single-threaded", k.Label(), crashed))
+			s.run.Note(fmt.Sprintf("%s: %s died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's (one vCPU ran text another had patched): booting again, single-threaded, for it and the %d test binaries not yet run", k.Label(), crashed, len(next)))
 			s.run.DropPackage(crashed)
-			next = append([]vmtest.Binary{binNamed(todo, crashed)}, next...)
+			todo = append([]vmtest.Binary{binNamed(todo, crashed)}, next...)
+			continue
 		case vmtest.Untested:
 			s.run.Note(fmt.Sprintf("%s: the TCG int3 artefact again in %s: its tests count as not tested", k.Label(), crashed))
 			s.run.MarkArtefact(crashed)
