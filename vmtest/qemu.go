@@ -35,7 +35,12 @@ type qemuConfig struct {
 // multi-threaded TCG the other vCPU can still run the int3 of the live
 // patch after it finished: seen here as "Oops: int3" in sched_clock_cpu
 // and a panic, in both the native and the vng backend.
-const kernelCmdline = "console=ttyS0 panic=-1 quiet loglevel=5 tsc=reliable rdinit=/init"
+//
+// no_timer_check skips the boot's test of the IO-APIC timer (check_timer),
+// which counts timer ticks over a busy loop: a TCG vCPU starved by a busy
+// host misses them and the boot panics "IO-APIC + timer doesn't work!".
+// KVM guests skip it already (arch/x86/kernel/kvm.c sets it).
+const kernelCmdline = "console=ttyS0 panic=-1 quiet loglevel=5 tsc=reliable no_timer_check rdinit=/init"
 
 // qemuArgs is the qemu-system-x86_64 argv (without argv[0]). The console
 // goes to qemu's stdout; no default devices, no network, no display.

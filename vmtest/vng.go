@@ -106,7 +106,7 @@ func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec string) []stri
 	args := []string{"--run", k.Vmlinuz, "--user", "root", "--verbose",
 		"--cpus", fmt.Sprint(job.CPUs), "--memory", fmt.Sprintf("%dM", job.MemoryMB),
 		// See kernelCmdline.
-		"--append", "tsc=reliable"}
+		"--append", "tsc=reliable no_timer_check"}
 	if accel != "kvm" {
 		args = append(args, "--disable-kvm", "--qemu-opts=-accel tcg,thread="+tcgThread(job.SingleThreadTCG))
 	}
