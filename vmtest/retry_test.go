@@ -18,7 +18,10 @@ func TestRetry(t *testing.T) {
 	assert.Equal(t, p.After("suites/qdisc", &Outcome{Accel: "kvm"}, stale), Record, "KVM runs no stale text")
 	assert.Assert(t, !p.SingleThread())
 	assert.Equal(t, p.After("suites/qdisc", tcg, stale), Again)
-	assert.Assert(t, p.SingleThread(), "what the artefact killed runs again single-threaded")
+	assert.Assert(t, !p.SingleThread(), "what the artefact killed runs again as before first")
 	assert.Equal(t, p.After("", tcg, stale), Again, "the boot has its own retry")
-	assert.Equal(t, p.After("suites/qdisc", tcg, stale), Untested, "twice is untestable")
+	assert.Assert(t, !p.SingleThread())
+	assert.Equal(t, p.After("suites/qdisc", tcg, stale), Again)
+	assert.Assert(t, p.SingleThread(), "the second time, single-threaded")
+	assert.Equal(t, p.After("suites/qdisc", tcg, stale), Untested, "a third time is untestable")
 }

@@ -272,7 +272,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 		if !errors.Is(err, vmtest.ErrCrash) || crashed == "" {
 			if errors.Is(err, vmtest.ErrNoBoot) && retry.After("", out, s.splats) == vmtest.Again {
 				s.run.DropKernelReports(reports)
-				s.run.Note(k.Label() + ": the boot died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's: booting again, single-threaded")
+				s.run.Note(k.Label() + ": the boot died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's: booting again, " + retryHow(&retry))
 				continue
 			}
 			s.attachConsole(crashed, out)
@@ -282,14 +282,14 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 		next := slices.DeleteFunc(slices.Clone(todo), func(bin vmtest.Binary) bool { return s.exited[bin.Name] || bin.Name == crashed })
 		switch retry.After(crashed, out, s.splats) {
 		case vmtest.Again:
-			s.run.Note(fmt.Sprintf("%s: %s died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's (one vCPU ran text another had patched): booting again, single-threaded, for it and the %d test binaries not yet run", k.Label(), crashed, len(next)))
+			s.run.Note(fmt.Sprintf("%s: %s died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's (one vCPU ran text another had patched): booting again, %s, for it and the %d test binaries not yet run", k.Label(), crashed, retryHow(&retry), len(next)))
 			s.run.DropPackage(crashed)
 			todo = append([]vmtest.Binary{binNamed(todo, crashed)}, next...)
 			continue
 		case vmtest.Untested:
 			s.run.Note(fmt.Sprintf("%s: the TCG int3 artefact again in %s: its tests count as not tested", k.Label(), crashed))
 			s.run.MarkArtefact(crashed)
-			errs = append(errs, fmt.Errorf("%s could not be tested: TCG ran stale code twice, the second time single-threaded (int3 at a live-patched site); try --accel kvm", crashed))
+			errs = append(errs, fmt.Errorf("%s could not be tested: TCG ran stale code three times, the last single-threaded (int3 at a live-patched site); try --accel kvm", crashed))
 		default:
 			s.attachConsole(crashed, out)
 			errs = append(errs, err)
@@ -305,6 +305,14 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	s.run.Finish(errors.Join(errs...))
 	s.run.Judge(e, source, named...)
 	return s.run, nil
+}
+
+// retryHow says how the next boot runs after an artefact.
+func retryHow(r *vmtest.Retry) string {
+	if r.SingleThread() {
+		return "single-threaded"
+	}
+	return "multi-threaded as before"
 }
 
 func binNamed(bins []vmtest.Binary, name string) vmtest.Binary {
