@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/cpus"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/nopreempt"
@@ -232,10 +233,28 @@ func newGenericDriver(tb testing.TB, r *rig) driver {
 	return &genericDriver{r: r, sender: newSender(tb, r)}
 }
 
-// push sends frames one by one; batch does not matter to generic XDP,
-// which transmits every frame at once.
+// push sends frames one by one, from one CPU; batch does not matter to
+// generic XDP, which transmits every frame at once. A frame's programs run
+// in the backlog of the CPU that sent it (netif_rx), and a frame's M run,
+// all the sender waits for, comes before its D runs: from two CPUs, on a
+// kernel that lets that processing be preempted or deferred (PREEMPT_RT),
+// two frames interleave their runs, and the runs log assumes one CPU at a
+// time (bpf/devmap.c). One CPU's backlog takes the frames in turn.
 func (d *genericDriver) push(ctx context.Context, frames, batch int) error {
-	return sendPaced(ctx, d.r, d.sender, frames, 1)
+	all, err := cpus.Allowed()
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// Returns with its thread locked and bound: the runtime ends it.
+		if err := cpus.Pin(all[0]); err != nil {
+			errc <- err
+			return
+		}
+		errc <- sendPaced(ctx, d.r, d.sender, frames, 1)
+	}()
+	return <-errc
 }
 
 func (d *genericDriver) when() when                    { return atOnce }

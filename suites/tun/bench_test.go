@@ -14,6 +14,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/counters"
+	"github.com/xmitcheck/xmitcheck/internal/cpus"
 	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/tuntap"
@@ -121,7 +122,7 @@ func (br *benchRig) ledger(total uint64, s sample) counters.Accounting {
 // startReader reads, on its CPU, until a frame of the end stream.
 func (br *benchRig) startReader() {
 	go func() {
-		if err := pin(br.cpus.reader); err != nil {
+		if err := cpus.Pin(br.cpus.reader); err != nil {
 			br.readErr <- err
 			return
 		}
@@ -164,7 +165,7 @@ func (br *benchRig) send(n int) (uint64, error) {
 	errs := make([]error, len(br.senders))
 	for i, s := range br.senders {
 		wg.Go(func() {
-			if errs[i] = pin(br.cpus.senders[i]); errs[i] != nil {
+			if errs[i] = cpus.Pin(br.cpus.senders[i]); errs[i] != nil {
 				return
 			}
 			for {

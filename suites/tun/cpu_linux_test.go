@@ -1,10 +1,7 @@
 package tun
 
 import (
-	"fmt"
-	"runtime"
-
-	"golang.org/x/sys/unix"
+	"github.com/xmitcheck/xmitcheck/internal/cpus"
 )
 
 // placement is where BenchmarkTap's threads run: the reader on a CPU of its
@@ -20,39 +17,16 @@ type placement struct {
 // place puts the reader on the last CPU the process may use and the
 // senders on the others in turn.
 func place(senders int) (placement, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return placement{}, fmt.Errorf("sched_getaffinity: %w", err)
-	}
-	var cpus []int
-	for c := range len(set) * 64 {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
+	all, err := cpus.Allowed()
+	if err != nil {
+		return placement{}, err
 	}
 	p := placement{reader: -1, senders: make([]int, senders)}
 	for i := range p.senders {
 		p.senders[i] = -1
-		if len(cpus) > 1 {
-			p.reader, p.senders[i] = cpus[len(cpus)-1], cpus[i%(len(cpus)-1)]
+		if len(all) > 1 {
+			p.reader, p.senders[i] = all[len(all)-1], all[i%(len(all)-1)]
 		}
 	}
 	return p, nil
-}
-
-// pin locks the calling goroutine to its thread and binds the thread to cpu
-// (-1: anywhere). The goroutine must return without unlocking it, so that
-// the runtime ends the thread rather than give its binding to another
-// goroutine.
-func pin(cpu int) error {
-	runtime.LockOSThread()
-	if cpu < 0 {
-		return nil
-	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("bind a thread to CPU %d: %w", cpu, err)
-	}
-	return nil
 }
