@@ -87,7 +87,7 @@ func TestHist(t *testing.T) {
 		return err
 	}))
 	// The peer frees them in its receive softirq, after Send returned.
-	got, err := counters.WaitFor(t.Context(), 5*time.Second, mine.Total, func(f HistTotal) bool { return f.N >= n })
+	got, err := counters.WaitFor(t.Context(), 5*time.Second, mine.Total, func(f FreedCount) bool { return f.N >= n })
 	assert.NilError(t, err, "frees of ethertype %#x", traffic.EtherType)
 	assert.Check(t, is.Equal(got.N, uint64(n)), "frees of ethertype %#x: %v", traffic.EtherType, got)
 	got, err = other.Total()

@@ -115,20 +115,10 @@ func (h *Hist) Counts() (map[uint32]uint64, error) {
 	return by, nil
 }
 
-// HistTotal is every event a Hist counted, and the counts by reason.
-type HistTotal struct {
-	N        uint64
-	ByReason map[uint32]uint64
-}
-
-func (f HistTotal) String() string {
-	return fmt.Sprintf("%d freed with kfree_skb (by enum skb_drop_reason value: %v)", f.N, f.ByReason)
-}
-
 // Total returns every event counted so far.
-func (h *Hist) Total() (HistTotal, error) {
+func (h *Hist) Total() (FreedCount, error) {
 	by, err := h.Counts()
-	f := HistTotal{ByReason: by}
+	f := FreedCount{ByReason: by}
 	for _, v := range by {
 		f.N += v
 	}
