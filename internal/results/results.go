@@ -316,10 +316,11 @@ func (r *Run) BenchmarkLines() []string {
 	return out
 }
 
-// AddBoot adds one boot's timings: the first boot's boot-to-first-test,
+// AddBoot adds one boot's timings: the boot-to-first-test of the first
+// boot that started a test (one the emulator killed before that has none),
 // the time of every boot, the accelerator of the last.
 func (r *Run) AddBoot(bootToFirstTest, total time.Duration, accel string) {
-	if r.Total == 0 {
+	if r.BootToFirstTest == 0 {
 		r.BootToFirstTest = bootToFirstTest
 	}
 	r.Total += total

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -215,4 +216,13 @@ func TestSplitLinesJoin(t *testing.T) {
 	m := r.Margins()
 	assert.Assert(t, len(line) > 1024)
 	assert.Check(t, is.Len(m, 20))
+}
+
+func TestAddBoot(t *testing.T) {
+	r := NewRun("k")
+	r.AddBoot(0, 20*time.Second, "tcg") // died of the int3 artefact while booting
+	r.AddBoot(9*time.Second, 90*time.Second, "tcg")
+	r.AddBoot(7*time.Second, 30*time.Second, "tcg")
+	assert.Check(t, is.Equal(r.BootToFirstTest, 9*time.Second), "the first boot that started a test")
+	assert.Check(t, is.Equal(r.Total, 140*time.Second), "every boot's time")
 }
