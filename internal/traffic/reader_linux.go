@@ -41,20 +41,14 @@ func (r *Reader) ReadNow() (int, error) {
 //
 // It busy-polls on a thread of its own: one read(2) per frame, and when the
 // queue is empty it yields the CPU (sched_yield) and reads again, so it
-// never sleeps. A reader that sleeps in read(2), as tapbench.c's does, must
-// be woken, and the sender that queues the next frame pays for that
-// (sock_def_readable: try_to_wake_up, 15 to 55 thousand times a second with
-// 2 threads sending in BenchmarkTap on this machine's 6.18); the woken
-// reader also lands on the CPU of whichever sender woke it, about a
-// thousand times a second, and reads from a cold cache there (schedstat,
-// 2026-12-01). Given a CPU of its own (see BenchmarkTap) it keeps its cache
-// and costs the senders nothing.
+// never sleeps. A sleeping reader must be woken by the sender that queues
+// the next frame, and lands on that sender's CPU with a cold cache
+// (docs/findings/tap-benchmark-reader.md).
 //
 // The read is a raw system call on a dup of the file's descriptor, which
 // must be blocking, so that it is out of the runtime's poller (for a tap,
-// open it with tuntap.OpenBlocking: a file in the poller costs the sender a
-// call per frame); ReadToEnd makes it non-blocking until it returns. A
-// non-blocking file is an error.
+// open it with tuntap.OpenBlocking); ReadToEnd makes it non-blocking until
+// it returns. A non-blocking file is an error.
 func (r *Reader) ReadToEnd(end uint32) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

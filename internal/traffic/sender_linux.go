@@ -180,12 +180,9 @@ func (s *Sender) Send(n int) (Result, error) {
 }
 
 // sendmmsg sends the first m frames. A call that cannot sleep goes as a
-// raw system call (MSG_DONTWAIT, so that it cannot), without the runtime's
-// bookkeeping of a blocking one: a sendmmsg(2) of Batch frames takes tens
-// of microseconds, and through that path the runtime's monitor thread woke
-// every 20 µs to look at it, a sixth of a CPU with 2 sending threads
-// (BenchmarkTap on this machine's 6.18, Go 1.26, 2026-12-01: 50 of 300
-// ticks, and 10 as raw calls).
+// raw system call (MSG_DONTWAIT, so that it cannot): through the runtime's
+// blocking-call path its monitor thread wakes every 20 µs to look at a call
+// that takes tens of microseconds (docs/findings/tap-benchmark-reader.md).
 func (s *Sender) sendmmsg(m int) (uintptr, unix.Errno) {
 	if s.nowait {
 		k, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(m), unix.MSG_DONTWAIT, 0, 0)

@@ -30,15 +30,10 @@ func Open(name string, flags uint16) (*Device, error) {
 // benchmark's (traffic.Reader.ReadToEnd): the file is blocking, so it stays
 // out of the runtime's network poller and has no deadlines.
 //
-// A file in the poller costs the device a call for every frame it queues.
-// The poller's epoll entry sits on the queue's wait queue, and tun's
-// ndo_start_xmit wakes that queue whenever it holds an entry
-// (sock_def_readable), so it calls ep_poll_callback per frame, reader
-// waiting or not; a reader sleeping in read(2) is on the queue only while
-// it sleeps. Measured with BenchmarkTap against tapbench.c on this
-// machine's 6.18 (testdata/tapbench-compare.sh, 10 rounds, 2026-12-01), a
-// reader blocking in read(2) read 0.83x tapbench.c's frames per second with
-// 1 sending thread on a file in the poller, and 1.06x on one out of it.
+// A file in the poller costs the device a call for every frame it queues:
+// the poller's epoll entry sits on the queue's wait queue, which tun wakes
+// (sock_def_readable) whenever it holds an entry, reader waiting or not
+// (docs/findings/tap-benchmark-reader.md).
 func OpenBlocking(name string, flags uint16) (*Device, error) {
 	return open(name, flags, 0)
 }
