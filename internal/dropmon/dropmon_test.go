@@ -74,18 +74,7 @@ func TestHist(t *testing.T) {
 	assert.NilError(t, err)
 	other, err := WatchHist(t, traffic.EtherType+1)
 	assert.NilError(t, err)
-	assert.NilError(t, e.Do(func() error {
-		s, err := traffic.NewSender(a.Attrs().Index, 0)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		r, err := s.Send(n)
-		if err == nil && r.Sent != n {
-			err = fmt.Errorf("sent %d of %d frames: %+v", r.Sent, n, r)
-		}
-		return err
-	}))
+	sendUnclaimed(t, e, a.Attrs().Index, n)
 	// The peer frees them in its receive softirq, after Send returned.
 	got, err := counters.WaitFor(t.Context(), 5*time.Second, mine.Total, func(f FreedCount) bool { return f.N >= n })
 	assert.NilError(t, err, "frees of ethertype %#x", traffic.EtherType)
@@ -93,4 +82,39 @@ func TestHist(t *testing.T) {
 	got, err = other.Total()
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(got.N, uint64(0)), "frees of ethertype %#x: %v", traffic.EtherType+1, got)
+}
+
+// TestWatchFreed sends n frames of the suite's ethertype as TestHist does:
+// WatchFreed counts exactly n frees, with a histogram or, on a kernel
+// without one, a BPF program on the peer.
+func TestWatchFreed(t *testing.T) {
+	const n = 64
+	e := netenv.New(t)
+	a, b := e.Veth(t, "xf0", "xf1", 0)
+	RequireReasons(t)
+	freed := WatchFreed(t, e.NS, b.Attrs().Index, traffic.EtherType)
+	sendUnclaimed(t, e, a.Attrs().Index, n)
+	freed.WaitFor(t, n, 5*time.Second, stringer("the peer's receive path frees every frame once"))
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
+
+// sendUnclaimed sends n frames of the suite's ethertype from the device
+// ifindex of e.
+func sendUnclaimed(t *testing.T, e *netenv.Env, ifindex int, n uint64) {
+	t.Helper()
+	assert.NilError(t, e.Do(func() error {
+		s, err := traffic.NewSender(ifindex, 0)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		r, err := s.Send(int(n))
+		if err == nil && r.Sent != n {
+			err = fmt.Errorf("sent %d of %d frames: %+v", r.Sent, n, r)
+		}
+		return err
+	}))
 }

@@ -267,5 +267,5 @@ const teardownRounds = 3
 // freed starts counting the tap's frames freed with kfree_skb.
 func (rig *tapRig) freed(t testing.TB) *dropmon.Freed {
 	t.Helper()
-	return dropmon.WatchFreed(t, rig.e.NS, rig.ifindex)
+	return dropmon.WatchFreed(t, rig.e.NS, rig.ifindex, traffic.EtherType)
 }

@@ -181,7 +181,7 @@ func (r *rig) steerByStream() {
 // freed starts counting the frames freed with kfree_skb on the rig's tap.
 func (r *rig) freed() *dropmon.Freed {
 	r.tb.Helper()
-	return dropmon.WatchFreed(r.tb, r.e.NS, r.link.Attrs().Index)
+	return dropmon.WatchFreed(r.tb, r.e.NS, r.link.Attrs().Index, traffic.EtherType)
 }
 
 // linkGone checks that the tap is no longer in r.e.
