@@ -169,6 +169,17 @@ func TestSummaryClosingLine(t *testing.T) {
 	assert.Check(t, is.Contains(b.String(), "1 passed, 1 failed, 0 skipped, 0 xfail\n"))
 }
 
+// TestSummaryTiming: a kernel line gives its boot only where one booted.
+func TestSummaryTiming(t *testing.T) {
+	host, vm := NewRun("host"), NewRun("debian:7.3")
+	host.AddBoot(0, 24*time.Second, "none")
+	vm.AddBoot(3500*time.Millisecond, 4*time.Minute, "tcg")
+	var b bytes.Buffer
+	WriteSummary(&b, []*Run{host, vm})
+	assert.Check(t, is.Contains(b.String(), "host: 0 passed, 0 failed, 0 skipped, 0 xfail (no VM, total 24s)\n"))
+	assert.Check(t, is.Contains(b.String(), "debian:7.3: 0 passed, 0 failed, 0 skipped, 0 xfail (tcg, boot-to-first-test 3.5s, total 4m0s)\n"))
+}
+
 // TestBenchmarksPassWithTheirPackage: go test prints no "--- PASS" for a
 // benchmark; one the package's pass leaves open passed, and its result
 // line is kept for benchstat.

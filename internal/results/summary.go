@@ -1,7 +1,6 @@
 package results
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -38,8 +37,12 @@ func WriteSummary(w io.Writer, runs []*Run) {
 			}
 		}
 		timing := ""
-		if r.Total > 0 {
-			timing = fmt.Sprintf(" (%s, boot-to-first-test %v, total %v)", cmp.Or(r.Accel, "no VM"), r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
+		switch {
+		case r.Total == 0:
+		case r.Accel == "" || r.Accel == "none": // the host: nothing booted
+			timing = fmt.Sprintf(" (no VM, total %v)", r.Total.Round(time.Millisecond))
+		default:
+			timing = fmt.Sprintf(" (%s, boot-to-first-test %v, total %v)", r.Accel, r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
 		}
 		fmt.Fprintf(w, "%s: %v%s\n", r.Kernel, c, timing)
 		writeReasons(w, r)
