@@ -34,3 +34,19 @@ func dur(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// ranOn names what a run ran on: its accelerator, or "no VM" for the host.
+func ranOn(accel string) string {
+	if accel == "" || accel == "none" {
+		return "no VM"
+	}
+	return accel
+}
+
+// boot is a run's boot-to-first-test, or "—" where nothing booted.
+func boot(accel string, d time.Duration) string {
+	if ranOn(accel) == "no VM" {
+		return "—"
+	}
+	return dur(d)
+}

@@ -69,7 +69,7 @@ func writeVerdicts(b *bytes.Buffer, v view) {
 func writeKernels(b *bytes.Buffer, v view) {
 	b.WriteString("### Kernels\n\n| kernel | release | package | ran on | boot to first test | total | tests | expectation |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, k := range v.Kernels {
-		tableRow(b, []string{mdText(k.Kernel), mdText(k.Release), mdText(k.Package), mdText(k.Accel), dur(k.BootToFirstTest), dur(k.Total),
+		tableRow(b, []string{mdText(k.Kernel), mdText(k.Release), mdText(k.Package), ranOn(k.Accel), boot(k.Accel, k.BootToFirstTest), dur(k.Total),
 			fmt.Sprintf("%d pass, %d fail, %d skip, %d xfail", k.Pass, k.Fail, k.Skip, k.XFail), mdText(k.ExpectSource)})
 	}
 	b.WriteString("\n")

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -95,4 +96,11 @@ func cells(row string) int {
 		}
 	}
 	return n - 1
+}
+
+// TestHostRow: the host's kernel row says it ran on no VM and gives no boot.
+func TestHostRow(t *testing.T) {
+	var b bytes.Buffer
+	assert.NilError(t, WriteMarkdown(&b, []results.Snapshot{{Kernel: "host", Accel: "none", Total: 24 * time.Second}}))
+	assert.Check(t, is.Contains(b.String(), "| host |  |  | no VM | — | 24s |"))
 }
