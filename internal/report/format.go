@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/results"
 )
 
 // si formats v with three significant digits and a k, M or G suffix:
@@ -37,7 +39,7 @@ func dur(d time.Duration) string {
 
 // ranOn names what a run ran on: its accelerator, or "no VM" for the host.
 func ranOn(accel string) string {
-	if accel == "" || accel == "none" {
+	if results.NoVM(accel) {
 		return "no VM"
 	}
 	return accel
@@ -45,7 +47,7 @@ func ranOn(accel string) string {
 
 // boot is a run's boot-to-first-test, or "—" where nothing booted.
 func boot(accel string, d time.Duration) string {
-	if ranOn(accel) == "no VM" {
+	if results.NoVM(accel) {
 		return "—"
 	}
 	return dur(d)

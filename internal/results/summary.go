@@ -39,7 +39,7 @@ func WriteSummary(w io.Writer, runs []*Run) {
 		timing := ""
 		switch {
 		case r.Total == 0:
-		case r.Accel == "" || r.Accel == "none": // the host: nothing booted
+		case NoVM(r.Accel):
 			timing = fmt.Sprintf(" (no VM, total %v)", r.Total.Round(time.Millisecond))
 		default:
 			timing = fmt.Sprintf(" (%s, boot-to-first-test %v, total %v)", r.Accel, r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
@@ -202,3 +202,7 @@ func WriteVerdictsMarkdown(w io.Writer, runs []*Run) {
 		}
 	}
 }
+
+// NoVM reports whether a run on accel booted nothing: the host's runs
+// have accelerator "none".
+func NoVM(accel string) bool { return accel == "" || accel == "none" }
