@@ -50,7 +50,13 @@ func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		tb.Fatalf("dropmon: make a tracefs instance (tracefs at %s): %v", tracefs, err)
 	}
-	h := &Hist{dir: dir, trigger: fmt.Sprintf("hist:keys=reason:vals=hitcount if protocol == %d", proto)}
+	// Keyed by CPU as well: a key's first insertion can race only with
+	// events on other CPUs (the trigger runs with preemption disabled), and
+	// tracing_map drops an event that finds its key claimed but not yet
+	// filled in by another CPU for map_size tries (__tracing_map_insert,
+	// kernel/trace/tracing_map.c). With the CPU in the key no two CPUs
+	// insert the same key.
+	h := &Hist{dir: dir, trigger: fmt.Sprintf("hist:keys=common_cpu,reason:vals=hitcount if protocol == %d", proto)}
 	tb.Cleanup(func() {
 		if err := h.close(); err != nil {
 			tb.Errorf("dropmon: %v", err)
@@ -81,12 +87,13 @@ func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 func (h *Hist) triggerFile() string { return filepath.Join(h.dir, "events/skb/kfree_skb/trigger") }
 
 var (
-	histEntry   = regexp.MustCompile(`(?m)^\{ reason:\s*(\d+) \} hitcount:\s*(\d+)$`)
+	histEntry   = regexp.MustCompile(`(?m)^\{ (?:common_)?cpu:\s*\d+, reason:\s*(\d+) \} hitcount:\s*(\d+)$`)
 	histDropped = regexp.MustCompile(`(?m)^\s*Dropped: (\d+)$`)
 )
 
 // Counts returns the events seen so far by reason value (the kernel's enum
-// skb_drop_reason). An event the histogram could not store (its map full)
+// skb_drop_reason), summed over the CPUs. An event the histogram could not
+// store (its map full, or a key another CPU had claimed but not filled in)
 // is an error: the counts would be short.
 func (h *Hist) Counts() (map[uint32]uint64, error) {
 	b, err := os.ReadFile(filepath.Join(h.dir, "events/skb/kfree_skb/hist"))
@@ -98,7 +105,7 @@ func (h *Hist) Counts() (map[uint32]uint64, error) {
 		return nil, fmt.Errorf("the kfree_skb histogram has no Dropped total: %q", b)
 	}
 	if string(d[1]) != "0" {
-		return nil, fmt.Errorf("the kfree_skb histogram dropped %s events (map full)", d[1])
+		return nil, fmt.Errorf("the kfree_skb histogram dropped %s events (map full, or a key being inserted on another CPU)", d[1])
 	}
 	by := map[uint32]uint64{}
 	for _, m := range histEntry.FindAllSubmatch(b, -1) {
@@ -110,7 +117,7 @@ func (h *Hist) Counts() (map[uint32]uint64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("histogram count %q: %w", m[2], err)
 		}
-		by[uint32(r)] = n
+		by[uint32(r)] += n
 	}
 	return by, nil
 }
