@@ -57,14 +57,7 @@ func WatchFreed(tb testing.TB, ns netns.NsHandle, ifindex int, proto uint16) *Fr
 	m, err := Attach(Filter{Ifindex: ifindex, NetnsInode: ino})
 	feature.Require(tb, err)
 	tb.Cleanup(func() { m.Close() })
-	return &Freed{func() (FreedCount, error) {
-		by, err := m.All()
-		f := FreedCount{ByReason: by}
-		for _, v := range by {
-			f.N += v
-		}
-		return f, err
-	}}
+	return &Freed{func() (FreedCount, error) { return total(m.All()) }}
 }
 
 // FreedCount is every frame freed so far, and the counts by reason (the
@@ -72,6 +65,15 @@ func WatchFreed(tb testing.TB, ns netns.NsHandle, ifindex int, proto uint16) *Fr
 type FreedCount struct {
 	N        uint64
 	ByReason map[uint32]uint64
+}
+
+// total sums counts by reason into a FreedCount.
+func total(by map[uint32]uint64, err error) (FreedCount, error) {
+	f := FreedCount{ByReason: by}
+	for _, v := range by {
+		f.N += v
+	}
+	return f, err
 }
 
 func (f FreedCount) String() string {

@@ -89,6 +89,7 @@ func (h *Hist) triggerFile() string { return filepath.Join(h.dir, "events/skb/kf
 var (
 	histEntry   = regexp.MustCompile(`(?m)^\{ (?:common_)?cpu:\s*\d+, reason:\s*(\d+) \} hitcount:\s*(\d+)$`)
 	histDropped = regexp.MustCompile(`(?m)^\s*Dropped: (\d+)$`)
+	histLine    = regexp.MustCompile(`(?m)^\{`)
 )
 
 // Counts returns the events seen so far by reason value (the kernel's enum
@@ -107,8 +108,13 @@ func (h *Hist) Counts() (map[uint32]uint64, error) {
 	if string(d[1]) != "0" {
 		return nil, fmt.Errorf("the kfree_skb histogram dropped %s events (map full, or a key being inserted on another CPU)", d[1])
 	}
+	entries := histEntry.FindAllSubmatch(b, -1)
+	if n := len(histLine.FindAll(b, -1)); n != len(entries) {
+		// A format this parser does not know would read as no frees.
+		return nil, fmt.Errorf("the kfree_skb histogram has %d entries, %d of them in the expected form: %q", n, len(entries), b)
+	}
 	by := map[uint32]uint64{}
-	for _, m := range histEntry.FindAllSubmatch(b, -1) {
+	for _, m := range entries {
 		r, err := strconv.ParseUint(string(m[1]), 10, 32)
 		if err != nil {
 			return nil, fmt.Errorf("histogram key %q: %w", m[1], err)
@@ -123,14 +129,7 @@ func (h *Hist) Counts() (map[uint32]uint64, error) {
 }
 
 // Total returns every event counted so far.
-func (h *Hist) Total() (FreedCount, error) {
-	by, err := h.Counts()
-	f := FreedCount{ByReason: by}
-	for _, v := range by {
-		f.N += v
-	}
-	return f, err
-}
+func (h *Hist) Total() (FreedCount, error) { return total(h.Counts()) }
 
 // Count returns the events seen so far with reason.
 func (h *Hist) Count(reason uint32) (uint64, error) {
