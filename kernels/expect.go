@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 )
 
 // expectations is the expectation file: what each catalog kernel must
@@ -22,8 +23,8 @@ const ReferenceKernel = "debian:7.3"
 
 // Expectations returns every line of the expectation file, by kernel name
 // ("debian:7.3").
-func Expectations() (map[string]feature.Expectation, error) {
-	out := map[string]feature.Expectation{}
+func Expectations() (map[string]expect.Expectation, error) {
+	out := map[string]expect.Expectation{}
 	sc := bufio.NewScanner(strings.NewReader(expectations))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -31,7 +32,7 @@ func Expectations() (map[string]feature.Expectation, error) {
 			continue
 		}
 		name, spec, _ := strings.Cut(line, " ")
-		e, err := feature.ParseExpectation(spec)
+		e, err := expect.Parse(spec)
 		if err != nil {
 			return nil, fmt.Errorf("kernels/expectations:%d: %w", n, err)
 		}
@@ -52,13 +53,13 @@ func Expectations() (map[string]feature.Expectation, error) {
 // it carries. It may show the known issues of any line, each an upstream
 // defect a kernel of any version can carry, and each an XFAIL only when a
 // test saw exactly it.
-func Expect(k *Kernel) (feature.Expectation, string, error) {
+func Expect(k *Kernel) (expect.Expectation, string, error) {
 	all, err := Expectations()
 	if err != nil {
-		return feature.Expectation{}, "", err
+		return expect.Expectation{}, "", err
 	}
 	if k.Host {
-		e := feature.Expectation{Known: map[feature.Issue]bool{}}
+		e := expect.Expectation{Known: map[feature.Issue]bool{}}
 		for _, x := range all {
 			maps.Copy(e.Known, x.Known)
 		}
@@ -68,5 +69,5 @@ func Expect(k *Kernel) (feature.Expectation, string, error) {
 		return e, "kernels/expectations", nil
 	}
 	ref := all[ReferenceKernel]
-	return feature.Expectation{Seeds: ref.Seeds, Known: ref.Known}, "the seeds and known issues of " + ReferenceKernel + " (not in kernels/expectations; --expect says otherwise)", nil
+	return expect.Expectation{Seeds: ref.Seeds, Known: ref.Known}, "the seeds and known issues of " + ReferenceKernel + " (not in kernels/expectations; --expect says otherwise)", nil
 }

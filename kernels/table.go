@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 )
 
 // ExpectationTable renders what kernels/expectations says of seeds (all
@@ -77,7 +78,7 @@ func cellOf(items []string) string {
 
 // expectationOrder is the catalog's order, then the file's other kernels
 // (machines' own) by name.
-func expectationOrder(all map[string]feature.Expectation) []string {
+func expectationOrder(all map[string]expect.Expectation) []string {
 	var names []string
 	for _, s := range debianSeries {
 		if _, ok := all[s.Name]; ok {

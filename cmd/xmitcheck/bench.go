@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
 // cmdBench measures boot-to-first-test: qemu start to the first test

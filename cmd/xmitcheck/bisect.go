@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 

@@ -8,7 +8,8 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/expect"
+	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
@@ -16,7 +17,7 @@ const qdiscPkg = "github.com/xmitcheck/xmitcheck/suites/qdisc"
 
 // step is one bisection step's run: tests of pkg, each (name, status,
 // lines), judged against expect as the seeds it names.
-func step(t *testing.T, expect string, runErr error, tests ...[]string) (*results.Run, []feature.Seed) {
+func step(t *testing.T, spec string, runErr error, tests ...[]string) (*results.Run, []feature.Seed) {
 	t.Helper()
 	r := results.NewRun("build:x")
 	for _, tc := range tests {
@@ -27,13 +28,13 @@ func step(t *testing.T, expect string, runErr error, tests ...[]string) (*result
 		r.Add(results.Event{Action: tc[2], Package: tc[0], Test: tc[1]})
 	}
 	r.Finish(runErr)
-	e, err := feature.ParseExpectation(expect)
+	e, err := expect.Parse(spec)
 	assert.NilError(t, err)
 	var named []feature.Seed
 	for s := range e.Seeds {
 		named = append(named, s)
 	}
-	r.Judge(e, "--expect "+expect, named...)
+	r.Judge(e, "--expect "+spec, named...)
 	return r, named
 }
 
@@ -81,7 +82,7 @@ func TestBisectCrashUnderATest(t *testing.T) {
 	r.Add(results.Event{Action: "output", Package: qdiscPkg, Test: "TestFastPath", Output: "    x_test.go:1: " + tag003 + "\n"})
 	r.AttachKernel(qdiscPkg, "panic", []string{"Kernel panic - not syncing: Fatal exception in interrupt"})
 	r.Finish(errors.Join(artefact, fmt.Errorf("%w: kernel panic during TestFastPath", vmtest.ErrCrash)))
-	e, _ := feature.ParseExpectation("003")
+	e, _ := expect.Parse("003")
 	r.Judge(e, "--expect 003", feature.Seed003)
 	code, why := bisectExit(r, []feature.Seed{feature.Seed003})
 	assert.Equal(t, code, bisectBad, why)

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/perf/benchstat"
 
-	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 	"golang.org/x/sys/unix"

@@ -5,8 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/xmitcheck/xmitcheck/internal/report"
-	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/report"
+	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
 // cmdReport renders one or more matrix folders (their results.json) as one

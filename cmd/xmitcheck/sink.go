@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/heartbeat"
-	"github.com/xmitcheck/xmitcheck/internal/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 

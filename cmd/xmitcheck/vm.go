@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
@@ -65,7 +66,7 @@ func (v *vmFlags) check() error {
 		v.kernels = listFlag{kernels.DefaultKernel}
 	}
 	for _, spec := range append([]string{v.expect}, slices.Collect(maps.Values(v.expectFor))...) {
-		if _, err := feature.ParseExpectation(spec); err != nil {
+		if _, err := expect.Parse(spec); err != nil {
 			return usagef("--expect: %v", err)
 		}
 	}
@@ -110,7 +111,7 @@ func (v *vmFlags) resolve(ctx context.Context) ([]*kernels.Kernel, error) {
 // expectation file (or the reference kernel) says of what it names; with
 // only (bisect) it is the whole question, with the known issues the kernel
 // may show.
-func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, []feature.Seed, error) {
+func (v *vmFlags) expectation(k *kernels.Kernel) (expect.Expectation, string, []feature.Seed, error) {
 	e, source, err := kernels.Expect(k)
 	if err != nil {
 		return e, "", nil, err
@@ -122,7 +123,7 @@ func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, [
 	if spec == "" {
 		return e, source, nil, nil
 	}
-	o, err := feature.ParseExpectation(spec)
+	o, err := expect.Parse(spec)
 	if err != nil {
 		return e, "", nil, err
 	}
@@ -133,7 +134,7 @@ func (v *vmFlags) expectation(k *kernels.Kernel) (feature.Expectation, string, [
 		}
 	}
 	if v.only {
-		o.Known = feature.Expectation{Known: e.Known}.Override(o).Known
+		o.Known = expect.Expectation{Known: e.Known}.Override(o).Known
 		return o, "--expect " + spec + " (and the known issues of " + source + ")", named, nil
 	}
 	return e.Override(o), "--expect " + spec + " over " + source, named, nil

@@ -1,10 +1,11 @@
-// Package feature holds what a kernel has and what the project expects of
-// it: the features suites probe, the seeds they validate, the known issues
-// they tolerate, and the one "not supported" error. Tests report through it
-// (Of, Require, Absent, Known) in records the runner reads back to give one
-// verdict per seed; a probe decides a skip and names itself, and a kernel
-// expected to have the feature fails instead, so a skip can never hide a
-// regression.
+// Package feature is the contract between the two programs of xmitcheck:
+// the suites in the guest and the judge on the host. It names the seeds the
+// suites validate, the features they probe and the known kernel issues they
+// may see (names.go); the Record a test prints to say what it observed and
+// the Margin lines of its waits; and the one "not supported" error a probe
+// returns. It imports neither side, nor package testing: the guest writes
+// records through internal/guest/observe, the host reads them in
+// internal/host/results.
 package feature
 
 import (

@@ -24,7 +24,7 @@ const (
 	// over net.core.qdisc_max_burst).
 	DropReasonQdiscBurst Feature = "SKB_DROP_REASON_QDISC_BURST_DROP"
 	// DropReasonNoSocket is SKB_DROP_REASON_NO_SOCKET, the reason
-	// internal/dropmon's own test provokes.
+	// internal/guest/dropmon's own test provokes.
 	DropReasonNoSocket Feature = "SKB_DROP_REASON_NO_SOCKET"
 	// XDPLiveFrames is BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES
 	// (5.18+).
@@ -124,4 +124,11 @@ var Issues = map[Issue]Seed{
 	IssueLiveFramesClone:     Seed004,
 	IssueGenericCloneShared:  Seed004,
 	IssueQdiscBurstUncounted: Seed003,
+}
+
+// FeatureNamed returns the feature called name, if Features has it: how a
+// user's text (an expectation) becomes a Feature.
+func FeatureNamed(name string) (Feature, bool) {
+	_, ok := Features[Feature(name)]
+	return Feature(name), ok
 }

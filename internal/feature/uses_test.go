@@ -106,7 +106,7 @@ func TestProbesNameKnownFeatures(t *testing.T) {
 }
 
 // TestSuiteTestsNameTheirSeed holds every test of suites/ to a verdict:
-// it starts with feature.Of(t, feature.SeedX), so its failures count
+// it starts with observe.Of(t, feature.SeedX), so its failures count
 // against a seed.
 func TestSuiteTestsNameTheirSeed(t *testing.T) {
 	n := 0
@@ -121,7 +121,7 @@ func TestSuiteTestsNameTheirSeed(t *testing.T) {
 			}
 			n++
 			if len(fn.Body.List) == 0 || !callsOf(fn.Body.List[0]) {
-				t.Errorf("%s: %s does not start with feature.Of(t, feature.SeedX)", path, fn.Name.Name)
+				t.Errorf("%s: %s does not start with observe.Of(t, feature.SeedX)", path, fn.Name.Name)
 			}
 		}
 	}
@@ -160,11 +160,11 @@ func callsOf(s ast.Stmt) bool {
 	if !ok || len(call.Args) != 2 {
 		return false
 	}
-	return callName(call.Fun) == "feature.Of"
+	return callName(call.Fun) == "observe.Of"
 }
 
 // TestEverySeedIsShown holds every seed to a test that can make it
-// present: some suite test calls feature.Shows(t, feature.SeedX, …) for it.
+// present: some suite test calls observe.Shows(t, feature.SeedX, …) for it.
 func TestEverySeedIsShown(t *testing.T) {
 	consts := map[Seed]string{} // value -> constant name
 	f, err := parser.ParseFile(token.NewFileSet(), "names.go", nil, 0)
@@ -186,7 +186,7 @@ func TestEverySeedIsShown(t *testing.T) {
 			continue
 		}
 		ast.Inspect(file, func(n ast.Node) bool {
-			if call, ok := n.(*ast.CallExpr); ok && callName(call.Fun) == "feature.Shows" && len(call.Args) == 3 {
+			if call, ok := n.(*ast.CallExpr); ok && callName(call.Fun) == "observe.Shows" && len(call.Args) == 3 {
 				if name, ok := featureSel(call.Args[1]); ok {
 					shown[name] = true
 				}
@@ -196,7 +196,7 @@ func TestEverySeedIsShown(t *testing.T) {
 	}
 	for _, s := range Seeds {
 		if !shown[consts[s.Seed]] {
-			t.Errorf("seed %s: no suite test calls feature.Shows(t, feature.%s, …): it could never be present", s.Seed, consts[s.Seed])
+			t.Errorf("seed %s: no suite test calls observe.Shows(t, feature.%s, …): it could never be present", s.Seed, consts[s.Seed])
 		}
 	}
 }

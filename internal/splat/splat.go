@@ -1,7 +1,7 @@
 // Package splat recognises the line that starts a kernel report — a
 // warning, BUG, oops, KASAN/UBSAN, lockdep, RCU stall, hung task or panic —
 // so that the console watcher of the VMs (vmtest) and the kernel-log
-// watcher of tests on a host kernel (internal/kmsg) agree on what a splat is.
+// watcher of tests on a host kernel (internal/guest/kmsg) agree on what a splat is.
 package splat
 
 import "regexp"

@@ -10,6 +10,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // TestBroadcast: with BPF_F_BROADCAST every entry gets its own copy of each
@@ -20,7 +21,7 @@ import (
 // each destination's program at once, in key order. Every copy is
 // accounted for at its sink before the order is judged.
 func TestBroadcast(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	for _, tc := range []struct {
 		name          string
 		exclude, hash bool
@@ -39,7 +40,7 @@ func TestBroadcast(t *testing.T) {
 }
 
 func testBroadcast(t *testing.T, r *rig, d driver, exclude, hash bool) {
-	feature.Require(t, probeBroadcast(r))
+	observe.Require(t, probeBroadcast(r))
 	ctx := withDeadline(t)
 	const frames = 8
 	m := r.devmap(t, hash)

@@ -12,6 +12,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // broadcast is what a broadcast test pushed and read back.
@@ -45,14 +46,14 @@ func (c *broadcast) read(ctx context.Context, t *testing.T) {
 // dev_map_redirect_multi clones sk_buffs, whose data is shared until
 // dev_map_generic_redirect copies it for the entry's program.
 func TestBroadcastCopies(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	t.Run("ProgramRewritesItsCopy", func(t *testing.T) {
 		eachDriver(t, true, testProgramRewritesItsCopy)
 	})
 }
 
 func testProgramRewritesItsCopy(t *testing.T, r *rig, d driver) {
-	feature.Require(t, probeBroadcast(r))
+	observe.Require(t, probeBroadcast(r))
 	ctx := withDeadline(t)
 	const frames = 8
 	m := r.devmap(t, false)

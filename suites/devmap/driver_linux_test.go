@@ -13,12 +13,13 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/cpus"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
-	"github.com/xmitcheck/xmitcheck/internal/nopreempt"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/nopreempt"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // drivers are the ways in: BPF_PROG_TEST_RUN with live frames (5.18+) and
@@ -47,7 +48,7 @@ type liveDriver struct {
 // newLiveDriver skips tb when the kernel has no live frames.
 func newLiveDriver(tb testing.TB, r *rig) driver {
 	tb.Helper()
-	feature.Require(tb, probeLiveFrames(r.objs.XdpSink))
+	observe.Require(tb, probeLiveFrames(r.objs.XdpSink))
 	return &liveDriver{r: r, frame: traffic.Frame([6]byte{2, 0, 0, 0, 0, 1}, 1, 0)}
 }
 
@@ -134,7 +135,7 @@ type vethDriver struct {
 // kernel thread, or skips tb when the kernel cannot.
 func newVethDriver(tb testing.TB, r *rig, threaded bool) driver {
 	tb.Helper()
-	feature.Require(tb, attachBurst(r))
+	observe.Require(tb, attachBurst(r))
 	r.attachXDP(tb, r.in, r.objs.XdpMain)
 	if threaded {
 		switch err := r.env.ThreadedNAPI(r.in.Attrs().Name); {
@@ -225,7 +226,7 @@ func newGenericDriver(tb testing.TB, r *rig) driver {
 	tb.Helper()
 	err := r.attachXDPFlags(r.in, r.objs.XdpMain, nl.XDP_FLAGS_SKB_MODE)
 	if errors.Is(err, unix.EINVAL) {
-		feature.Require(tb, feature.Unsupported(feature.GenericDevmapProg, "attaching xdp_main, whose devmaps carry programs, in SKB mode returned %v (devmap programs in generic XDP came in 5.15)", err))
+		observe.Require(tb, feature.Unsupported(feature.GenericDevmapProg, "attaching xdp_main, whose devmaps carry programs, in SKB mode returned %v (devmap programs in generic XDP came in 5.15)", err))
 	}
 	if err != nil {
 		tb.Fatalf("attach xdp_main to in0 in generic mode: %v", err)

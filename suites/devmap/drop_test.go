@@ -9,8 +9,9 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // TestDevmapDrop/CountedAtFlush: frames the devmap program drops are not
@@ -21,7 +22,7 @@ import (
 // shows exactly that reports seed 004 absent. On the generic path the
 // program frees each frame at once: no flush, no counter, on every kernel.
 func TestDevmapDrop(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	t.Run("CountedAtFlush", func(t *testing.T) {
 		eachDriver(t, true, testDropCountedAtFlush)
 	})

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // knownIssues explains, briefly, the kernel defects this suite meets; the
@@ -36,5 +37,5 @@ func expectedFailure(tb testing.TB, issue feature.Issue, observed string) {
 		tb.Fatalf("%s, but other checks failed above: not the known issue %s alone", observed, issue)
 	}
 	tb.Log(knownIssues[issue])
-	feature.Known(tb, issue, observed)
+	observe.Known(tb, issue, observed)
 }

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // testTimeout bounds one test when go test sets no deadline.
@@ -94,7 +95,7 @@ func before004(t *testing.T, observed string) {
 	if t.Failed() {
 		t.Fatalf("%s, but other checks failed above: not the behaviour from before seed 004", observed)
 	}
-	feature.Absent(t, feature.Seed004, observed)
+	observe.Absent(t, feature.Seed004, observed)
 }
 
 // sequence is the events a test logged, judged against the models.
@@ -135,7 +136,7 @@ func (s sequence) report(t *testing.T, also string) {
 	case s.enqueue:
 		before004(t, fmt.Sprintf("devmap program ran at enqueue time: each frame's D run right after its M run, before its queue's flush (%s)%s", counts(s.got), also))
 	case s.shows:
-		feature.Shows(t, feature.Seed004, fmt.Sprintf("the devmap programs ran at flush: %s, polls of %v frames", shape(s.got), s.polls))
+		observe.Shows(t, feature.Seed004, fmt.Sprintf("the devmap programs ran at flush: %s, polls of %v frames", shape(s.got), s.polls))
 	}
 }
 

@@ -8,9 +8,10 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 const (
@@ -26,9 +27,9 @@ const (
 //     deleted entry's device (M looks the entry up after numbering);
 //   - after a program is replaced, the old one runs at most for the rest of
 //     the poll in flight (the queue latched it), never after;
-//   - the kernel logs no splat and gains no splat taint (internal/kmsg).
+//   - the kernel logs no splat and gains no splat taint (internal/guest/kmsg).
 func TestLifecycle(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	for _, hash := range []bool{false, true} {
 		name := "ChangeEntriesWhileFlowing"
 		if hash {

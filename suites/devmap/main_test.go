@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/xmitcheck/xmitcheck/internal/testmain"
+	"github.com/xmitcheck/xmitcheck/internal/guest/testmain"
 )
 
 // TestMain fails the binary when the tests leak file descriptors (BPF maps,

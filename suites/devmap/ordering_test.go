@@ -7,6 +7,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // orderingCase pushes frames in bursts of batch, frame n to keys[n % len].
@@ -24,7 +25,7 @@ type orderingCase struct {
 // makes of those polls (model_test.go); exactly the enqueue-time sequence
 // reports seed 004 absent; anything else fails.
 func TestOrdering(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	cases := []orderingCase{
 		// One destination: D runs come in bulks of at most 16.
 		{"OneDest/Batch64", 64, 64, []uint32{0}, false},

@@ -8,6 +8,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 const xdpRedirect = 4 // enum xdp_action XDP_REDIRECT
@@ -24,7 +25,7 @@ const noMeta = ^uint32(0)
 // invalidated it): a native driver that shows exactly that reports seed
 // 004 absent. The generic path never hands the devmap program metadata.
 func TestDevmapProgram(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	t.Run("EgressAndMetadata", func(t *testing.T) {
 		for _, hash := range []bool{false, true} {
 			name := "Devmap"

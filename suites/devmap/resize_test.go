@@ -13,8 +13,9 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // Sizes of bpf/devmap.c's frame logs and resizing programs.
@@ -55,7 +56,7 @@ var resizers = []struct {
 // program's bytes, in order, and every frame is accounted for. Native path
 // only: generic XDP has no bulk queue.
 func TestResize(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	t.Run("HeaderPerDestination", func(t *testing.T) {
 		for _, dv := range drivers {
 			if dv.native {

@@ -9,6 +9,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // plainKey is the pattern key for which the main program redirects with
@@ -31,7 +32,7 @@ const plainKey = 63
 //
 //	xmitcheck run --kernel debian:7.3 -v -run 'TestSameDevice' ./suites/devmap
 func TestSameDevice(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	for _, tc := range []struct {
 		name string
 		keys []uint32

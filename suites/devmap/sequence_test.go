@@ -8,6 +8,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // Entries of the recorded sequences: keys 0, 1, 2 to ifindexes 10, 20, 30.
@@ -33,7 +34,7 @@ type modelCase struct {
 // wrong ones: any partition into polls passes at flush time, exactly the
 // enqueue-time sequence is told apart, every other order fails.
 func TestModel(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	for _, tc := range slices.Concat(flushTimeCases(), recordedCases(), enqueueTimeCases()) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseEvents(tc.seq)
@@ -145,7 +146,7 @@ func wrongCases() []modelCase {
 // queue flushed when full keeps its place on the flush list; before the
 // seed it went back to the list's head with its next frame.
 func TestModelFlushList(t *testing.T) {
-	feature.Of(t, feature.Seed004)
+	observe.Of(t, feature.Seed004)
 	keys := []uint32{0, 1}
 	for range 16 {
 		keys = append(keys, 0)

@@ -13,10 +13,11 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // tapRing is the tap's txqueuelen, the size of its ptr_ring: not a multiple
@@ -42,14 +43,14 @@ const tapRing = 40
 // qdisc when it is stopped, and delivered once the reader has consumed half
 // the ring and woken it. The reader gets frames 0 to 39 in order.
 func TestRedirectToTap(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	t.Run("RingFull", func(t *testing.T) {
 		eachDriver(t, true, testRingFull)
 	})
 }
 
 func testRingFull(t *testing.T, r *rig, d driver) {
-	feature.Require(t, tuntap.ProbeBackpressure())
+	observe.Require(t, tuntap.ProbeBackpressure())
 	ctx := withDeadline(t)
 	const frames = 64
 	tp := openTap(t, r)
@@ -184,7 +185,7 @@ func (tp tap) queueState(t *testing.T, r *rig, d driver, q0 counters.Qdisc, txDr
 	assert.Check(t, is.Equal(q.Qlen, uint64(1)), "queue stopped by the XDP frames: the frame waits in the qdisc; %v", q)
 	assert.Check(t, is.Equal(stats.TxDropped-txDropped, uint64(0)), "tap %v", stats)
 	if q.Qlen == 1 && stats.TxDropped == txDropped {
-		feature.Shows(t, feature.Seed000Tun, "the ring the generic XDP frames filled stopped the queue: the next frame waited in the qdisc")
+		observe.Shows(t, feature.Seed000Tun, "the ring the generic XDP frames filled stopped the queue: the next frame waited in the qdisc")
 	}
 }
 

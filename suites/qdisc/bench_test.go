@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 const (
@@ -57,7 +57,7 @@ func BenchmarkTapBackpressure(b *testing.B) {
 		for _, n := range []int{1, 2, 4, 8} {
 			b.Run(fmt.Sprintf("flag=%s/senders=%d", flag.name, n), func(b *testing.B) {
 				if flag.flags != 0 {
-					feature.Require(b, tuntap.ProbeBackpressure())
+					observe.Require(b, tuntap.ProbeBackpressure())
 				}
 				e := netenv.New(b)
 				r := tapReader(b, e, flag.flags, tapBenchRing)

@@ -7,8 +7,9 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // maxBurstSysctl bounds q->defer_list: __dev_xmit_skb() frees a frame with
@@ -20,17 +21,17 @@ const maxBurstSysctl = "/proc/sys/net/core/qdisc_max_burst"
 // shows in a counter an administrator reads (tc -s qdisc's drops, ip -s
 // link's tx_dropped). With net.core.qdisc_max_burst at 1 and 2×vCPUs
 // senders, __dev_xmit_skb() frees frames with QDISC_BURST_DROP (7.2+); the
-// test counts them on kfree_skb (internal/dropmon) and asks whether the
+// test counts them on kfree_skb (internal/guest/dropmon) and asks whether the
 // counters have them: sent == received + qdisc drops + device drops. Where
 // the frames missing from that sum are exactly the burst drops, the kernel
 // counts them nowhere: the known issue qdisc-burst-uncounted
 // (docs/findings/qdisc-burst-drop.md), an XFAIL where the expectation
 // allows it. Any other shortfall fails.
 func TestBurstDropsCounted(t *testing.T) {
-	feature.Of(t, feature.Seed003)
-	feature.Require(t, probeDeferList())
+	observe.Of(t, feature.Seed003)
+	observe.Require(t, probeDeferList())
 	_, err := dropmon.Reason(feature.DropReasonQdiscBurst)
-	feature.Require(t, err)
+	observe.Require(t, err)
 	setSysctl(t, maxBurstSysctl, 1)
 	r := vethPath.rig(t, "pfifo")
 	assert.Assert(t, r.burst != nil, "the rig counts no burst drops although the kernel has the reason")
@@ -61,7 +62,7 @@ func TestBurstDropsCounted(t *testing.T) {
 	case missing == 0:
 		t.Logf("every burst drop is in a counter: %v", s)
 	case missing == a.Uncounted:
-		feature.Known(t, feature.IssueQdiscBurstUncounted, fmt.Sprintf("%d of %d frames freed with QDISC_BURST_DROP are in no qdisc or device counter (%v)", missing, a.Sent, s))
+		observe.Known(t, feature.IssueQdiscBurstUncounted, fmt.Sprintf("%d of %d frames freed with QDISC_BURST_DROP are in no qdisc or device counter (%v)", missing, a.Sent, s))
 	default:
 		t.Fatalf("the counters miss %d frames, the burst drops are %d: %v", missing, a.Uncounted, s)
 	}

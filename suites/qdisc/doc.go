@@ -8,7 +8,7 @@
 // device that stops and wakes its queue: a veth whose peer drains with XDP
 // from a threaded NAPI poll, and a tap with IFF_BACKPRESSURE (seed 000)
 // and a reader. N sender threads contend for the qdisc (load_test.go); a
-// test's kernel splat fails it (internal/kmsg).
+// test's kernel splat fails it (internal/guest/kmsg).
 //
 //   - TestDeferList (probe_test.go): struct Qdisc has defer_list in BTF; a
 //     kernel without it cannot have the seed.

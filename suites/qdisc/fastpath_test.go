@@ -8,8 +8,9 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/heartbeat"
 )
 
@@ -38,8 +39,8 @@ const (
 // once; without it, it sets SCHED and raises NET_TX_SOFTIRQ. The tracer
 // (bpf/fastpath.c) sorts the calls until fastPathWant of them decided.
 func TestFastPath(t *testing.T) {
-	feature.Of(t, feature.Seed003)
-	feature.Require(t, probeDeferList())
+	observe.Of(t, feature.Seed003)
+	observe.Require(t, probeDeferList())
 	n := 2 * runtime.NumCPU()
 	t.Run(fmt.Sprintf("%s/pfifo/senders=%d", vethFast.name, n), func(t *testing.T) {
 		setSysctl(t, devWeightSysctl, 1)
@@ -97,9 +98,9 @@ func judgeFastPath(t *testing.T, run fastPathRun) {
 	switch {
 	case c.over() == 0:
 		assert.Assert(t, c.Wake.Emptied <= emptiedMax(c), "%d wake-ups scheduled the qdisc after defer_list emptied, more than the %d (a quarter of the %d declined) the fast path leaves room for: %v", c.Wake.Emptied, emptiedMax(c), c.declined(), c)
-		feature.Shows(t, feature.Seed003, fmt.Sprintf("%d calls of __netif_schedule() found q->defer_list holding a frame and SCHED clear and returned early, none scheduled the qdisc over it", c.declined()))
+		observe.Shows(t, feature.Seed003, fmt.Sprintf("%d calls of __netif_schedule() found q->defer_list holding a frame and SCHED clear and returned early, none scheduled the qdisc over it", c.declined()))
 	case c.declined() == 0:
-		feature.Absent(t, feature.Seed003, fmt.Sprintf("all %d calls of __netif_schedule() that found q->defer_list holding a frame throughout and SCHED clear scheduled the qdisc (%d of the lock holder, %d wake-ups), none returned early", c.over(), c.Locked.Over, c.Wake.Over))
+		observe.Absent(t, feature.Seed003, fmt.Sprintf("all %d calls of __netif_schedule() that found q->defer_list holding a frame throughout and SCHED clear scheduled the qdisc (%d of the lock holder, %d wake-ups), none returned early", c.over(), c.Locked.Over, c.Wake.Over))
 	default:
 		t.Fatalf("the fast path was taken in %d and not in %d calls of __netif_schedule() that found q->defer_list holding a frame and SCHED clear: seed 003 half there; %v", c.declined(), c.over(), c)
 	}

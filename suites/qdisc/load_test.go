@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // batch is how many frames a sender hands over per Send call.

@@ -10,6 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // loadDuration is how long the senders of a test run: short, bounded, and
@@ -39,7 +40,7 @@ func testContext(t *testing.T) context.Context {
 // empties within settleTimeout and that every frame is accounted for
 // exactly: a lost wake-up (seed 003's risk) leaves frames in the backlog.
 func TestNoStrandedPackets(t *testing.T) {
-	feature.Of(t, feature.Seed003)
+	observe.Of(t, feature.Seed003)
 	logDeferList(t)
 	for _, p := range paths {
 		for _, kind := range qdiscs {

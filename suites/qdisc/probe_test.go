@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // probeDeferList reports whether the running kernel's struct Qdisc has a
@@ -36,7 +37,7 @@ func probeDeferList() error {
 // and one expected to have it fails. Whether the fast path is live is
 // TestFastPath's to observe, never inferred from the member.
 func TestDeferList(t *testing.T) {
-	feature.Of(t, feature.Seed003)
-	feature.Require(t, probeDeferList())
+	observe.Of(t, feature.Seed003)
+	observe.Require(t, probeDeferList())
 	t.Log("struct Qdisc has defer_list")
 }

@@ -9,7 +9,8 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/margin"
+	"github.com/xmitcheck/xmitcheck/internal/guest/margin"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // TestProgress watches progressWatch of load, sampling every
@@ -30,7 +31,7 @@ const (
 // and device state of the moment; the longest gap is noted for the soak's
 // margins.
 func TestProgress(t *testing.T) {
-	feature.Of(t, feature.Seed003)
+	observe.Of(t, feature.Seed003)
 	n := 2 * runtime.NumCPU()
 	for _, p := range paths {
 		for _, kind := range qdiscs {

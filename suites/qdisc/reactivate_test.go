@@ -8,8 +8,9 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 const (
@@ -58,7 +59,7 @@ var reactivations = []reactivation{
 // caught in a deactivation are freed without a drop count (qdisc_reset,
 // noop_qdisc), so only the fresh load is held to the exact ledger.
 func TestReactivate(t *testing.T) {
-	feature.Of(t, feature.Seed003)
+	observe.Of(t, feature.Seed003)
 	n := 2 * runtime.NumCPU()
 	for _, p := range paths {
 		for _, act := range reactivations {

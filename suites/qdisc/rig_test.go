@@ -13,13 +13,13 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
-	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/kmsg"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 const (
@@ -72,7 +72,7 @@ var (
 	// the bottleneck, and its lock the most contended.
 	vethFast = path{"veth_xdp_fast", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, 0) }}
 	tapPath  = path{"tap_backpressure", func(tb testing.TB, e *netenv.Env) *rig {
-		feature.Require(tb, tuntap.ProbeBackpressure())
+		observe.Require(tb, tuntap.ProbeBackpressure())
 		return tapReader(tb, e, tuntap.IFFBackpressure, tapRing)
 	}}
 	// paths are the devices every no-stall test runs on.
@@ -220,7 +220,7 @@ func (r *rig) setQdisc(tb testing.TB, kind string) {
 	case "bfifo":
 		r.bfifo(tb, fifoLimit*traffic.FrameLen)
 	case "fq_codel":
-		feature.Require(tb, r.e.FqCodel(r.dev))
+		observe.Require(tb, r.e.FqCodel(r.dev))
 	default:
 		tb.Fatalf("unknown qdisc %q", kind)
 	}

@@ -7,11 +7,12 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // attachHeld is how many frames txq 1's qdisc holds behind file B's full
@@ -36,7 +37,7 @@ const attachHeld, attachSent = 8, 8
 //     further queue of a multi-queue device it returns before that,
 //     leaving the wake to tun_attach.
 func TestAttachWake(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, c := range []struct {
 		name string
 		move func(*testing.T, *mqTap) moved
@@ -122,7 +123,7 @@ func attachWake(t *testing.T, move func(*testing.T, *mqTap) moved) {
 	assert.NilError(t, err, "txq 1 stalled: still stopped with the %d frames sent after the move in its qdisc, the file at index 1 having nothing to read that could wake it", attachSent)
 	r0, r1 := traffic.NewReader(mv.at0.File), traffic.NewReader(mv.at1.File)
 	readExactly(t, r1, attachSent)
-	feature.Shows(t, feature.Seed000Tun, fmt.Sprintf("txq 1, stopped behind a full ring, woke for the file that came to index 1: %d frames reached it", attachSent))
+	observe.Shows(t, feature.Seed000Tun, fmt.Sprintf("txq 1, stopped behind a full ring, woke for the file that came to index 1: %d frames reached it", attachSent))
 
 	readExactly(t, r0, mv.ring0)
 	extra := drain(t, r0) + drain(t, r1)

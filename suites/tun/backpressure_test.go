@@ -8,8 +8,9 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // TestBackpressure: with IFF_BACKPRESSURE and a qdisc, the produce that
@@ -18,7 +19,7 @@ import (
 // being R = txqueuelen): tun drops nothing, the qdisc drops only beyond
 // its limit, and the reader gets every frame held, in order.
 func TestBackpressure(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, tc := range []struct {
 		name  string
 		n     int
@@ -39,7 +40,7 @@ func TestBackpressure(t *testing.T) {
 			assert.Check(t, is.Equal(fx.st.Link.TxDropped, uint64(0)), "tun drops; %v", l)
 			assert.Check(t, is.Equal(fx.st.Q.Drops, uint64(tc.want.qdiscDrops)), "qdisc drops; %v", l)
 			assert.Check(t, is.Equal(fx.res.Refused, uint64(tc.want.qdiscDrops)), "sendto ENOBUFS are the qdisc's drops; %v", l)
-			feature.Shows(t, feature.Seed000Tun, fmt.Sprintf("the full ring of %d stopped the queue: the qdisc held %d, tun dropped none", o.ring, fx.st.Q.Qlen))
+			observe.Shows(t, feature.Seed000Tun, fmt.Sprintf("the full ring of %d stopped the queue: the qdisc held %d, tun dropped none", o.ring, fx.st.Q.Qlen))
 
 			r := traffic.NewReader(fx.dev.File)
 			l, st := fx.readBack(t, r, r, 0)
@@ -59,7 +60,7 @@ func TestBackpressure(t *testing.T) {
 // per read() from a ring that was full at the stop; it matters to
 // vhost-net's batches (suites/vhost).
 func TestWakeHysteresis(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, ring := range []int{16, 64} {
 		t.Run(fmt.Sprintf("ring=%d", ring), func(t *testing.T) {
 			fx := fill(t, tapOpts{ring: ring, limit: 1000, flags: tuntap.IFFBackpressure}, 2*ring)
@@ -76,7 +77,7 @@ func TestWakeHysteresis(t *testing.T) {
 			st := fx.holdState(t, "the refilled ring stops the queue again", backlog(fx.fate.backlog-half))
 			l := account(fx.res.Handed(), half, st, ring)
 			assert.Assert(t, l.Balanced(), "%v", l)
-			feature.Shows(t, feature.Seed000Tun, fmt.Sprintf("ring %d: the %d-th read woke the queue, not one before", ring, half))
+			observe.Shows(t, feature.Seed000Tun, fmt.Sprintf("ring %d: the %d-th read woke the queue, not one before", ring, half))
 
 			// The rest through repeated stops and wakes.
 			fx.readBack(t, r, r, half)

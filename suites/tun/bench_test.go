@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/cpus"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // BenchmarkTap is the table of seed 000 for a tap: 1 and 2 sending

@@ -7,10 +7,11 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // TestProbe holds the IFF_BACKPRESSURE probe to the kernel's own answer:
@@ -18,7 +19,7 @@ import (
 // with TUNGETIFF). It then reports the probe's finding (feature.Require):
 // the host judges it against what the kernel should have.
 func TestProbe(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	features, err := tuntap.Features()
 	assert.NilError(t, err)
 	probe := tuntap.ProbeBackpressure()
@@ -28,7 +29,7 @@ func TestProbe(t *testing.T) {
 	t.Logf("TUNGETFEATURES=%#x; TUNGETIFF flags after TUNSETIFF with 0x80: %#x; IFF_BACKPRESSURE probe: %v", features, flags, probe)
 	kept := flags&tuntap.IFFBackpressure != 0
 	assert.Check(t, is.Equal(kept, probe == nil), "TUNGETFEATURES %#x, TUNGETIFF flags after TUNSETIFF with 0x80: %#x", features, flags)
-	feature.Require(t, probe)
+	observe.Require(t, probe)
 }
 
 // TestClassify sends R+32 frames to an idle reader, for flag on/off x
@@ -41,18 +42,18 @@ func TestProbe(t *testing.T) {
 // only with the flag kept and a qdisc; with them, exactly the tail-drop is
 // 000 absent. For either seed, any other outcome fails.
 func TestClassify(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, flag := range []uint16{0, tuntap.IFFBackpressure} {
 		for _, limit := range []uint32{64, 0} {
 			o := tapOpts{ring: 16, limit: limit, flags: flag, loose: true}
 			t.Run(fmt.Sprintf("flag=%s/qdisc=%s", onOff(flag != 0), qdiscName(limit)), func(t *testing.T) {
 				if flag == 0 && limit > 0 {
-					feature.Of(t, feature.Seed002)
+					observe.Of(t, feature.Seed002)
 					switch c := classify(t, o); c.outcome() {
 					case "stopped":
-						feature.Shows(t, feature.Seed002, c.why())
+						observe.Shows(t, feature.Seed002, c.why())
 					case "stock":
-						feature.Absent(t, feature.Seed002, c.why())
+						observe.Absent(t, feature.Seed002, c.why())
 					default:
 						t.Fatal(c.why())
 					}
@@ -65,9 +66,9 @@ func TestClassify(t *testing.T) {
 				}
 				switch c.outcome() {
 				case "stopped":
-					feature.Shows(t, feature.Seed000Tun, c.why())
+					observe.Shows(t, feature.Seed000Tun, c.why())
 				case "stock":
-					feature.Absent(t, feature.Seed000Tun, c.why())
+					observe.Absent(t, feature.Seed000Tun, c.why())
 				default:
 					t.Fatal(c.why())
 				}

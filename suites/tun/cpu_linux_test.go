@@ -1,7 +1,7 @@
 package tun
 
 import (
-	"github.com/xmitcheck/xmitcheck/internal/cpus"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
 )
 
 // placement is where BenchmarkTap's threads run: the reader on a CPU of its

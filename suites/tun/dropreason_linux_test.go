@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // fullRingReason returns the value of SKB_DROP_REASON_FULL_RING, tun's

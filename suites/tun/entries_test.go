@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // unwrapFunc returns the frames one read of a queue file carries, having

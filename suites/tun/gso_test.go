@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // Headers of the TCP/IPv4 packets a gsoSender sends, without options.

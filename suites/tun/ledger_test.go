@@ -8,9 +8,10 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // fate is where frames sent to a tap with an idle reader end up.
@@ -76,7 +77,7 @@ func (rig *tapRig) reached(t testing.TB, base state, n int) state {
 	})
 	assert.NilError(t, err, "waiting for %d frames to an idle reader to reach %+v", n, want)
 	if got := seen(base, st, n); got != want {
-		feature.Absent(t, feature.Seed000Tun, fmt.Sprintf(
+		observe.Absent(t, feature.Seed000Tun, fmt.Sprintf(
 			"IFF_BACKPRESSURE kept with a %s root qdisc, yet the queue never stopped: of %d frames to an idle reader the ring took %d and tun dropped %d (tail-drop), the qdisc held and dropped none",
 			st.Q.Kind, n, got.ring, got.tunDrops))
 	}

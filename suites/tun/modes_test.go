@@ -8,10 +8,11 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // TestModes runs one sequence through the device kinds and modes a VPN or
@@ -33,7 +34,7 @@ import (
 //     takes them whole (TSO offered) or gets their segments (see
 //     gsoThrough).
 func TestModes(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, m := range []struct {
 		name        string
 		kind, flags uint16
@@ -234,7 +235,7 @@ func (rig *tapRig) gsoReached(t *testing.T, want, stock gsoFate, per int) state 
 	st, err := counters.WaitFor(context.Background(), waitLimit, rig.state, func(now state) bool { return counts(want)(now) || counts(stock)(now) })
 	assert.NilError(t, err, "waiting for the ring full: qdisc qlen %d (requeued segments %d), tun drops %d", want.qlen, want.requeues, want.tunDrops/per)
 	if !counts(want)(st) {
-		feature.Absent(t, feature.Seed000Tun, fmt.Sprintf(
+		observe.Absent(t, feature.Seed000Tun, fmt.Sprintf(
 			"IFF_BACKPRESSURE kept with a %s root qdisc, yet the queue never stopped: of GSO packets to an idle reader tun dropped %d skbs (tail-drop), the qdisc held none", st.Q.Kind, st.Link.TxDropped))
 	}
 	if want.qlen > 0 {

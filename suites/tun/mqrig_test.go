@@ -7,10 +7,10 @@ import (
 	"github.com/vishvananda/netlink"
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/kmsg"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // mqTap is a two-queue tap (IFF_MULTI_QUEUE) under "mq" with a pfifo per

@@ -8,15 +8,16 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // TestQueuesApart: on a two-queue tap, one queue whose ring is full
 // (stopped, with the flag) does not block the other: each fills on its
 // own, and reading one drains it while the other stays as it was.
 func TestQueuesApart(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			o := tapOpts{ring: 16, limit: 1000, flags: v.flags}
@@ -57,7 +58,7 @@ func TestQueuesApart(t *testing.T) {
 // txq 0's backlog stays), and then the R/2-th read from file 0 wakes txq 0
 // alone.
 func TestWakesOnItsOwn(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	o := tapOpts{ring: 16, limit: 1000, flags: tuntap.IFFBackpressure}
 	m := newMQTap(t, o)
 	n, half := o.ring+24, o.ring/2
@@ -84,7 +85,7 @@ func TestWakesOnItsOwn(t *testing.T) {
 	handed := res0.Handed() + res1.Handed() + res1b.Handed()
 	l := account(handed, o.ring, qs.state, 2*o.ring)
 	assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
-	feature.Shows(t, feature.Seed000Tun, "two queues: the R/2-th read from each file woke its own tx queue alone")
+	observe.Shows(t, feature.Seed000Tun, "two queues: the R/2-th read from each file woke its own tx queue alone")
 
 	readExactly(t, r0, n-half)
 	readExactly(t, r1, n-half)
@@ -105,7 +106,7 @@ func TestWakesOnItsOwn(t *testing.T) {
 // stream follows the indexes, so afterwards stream 0 reaches file 1 and
 // stream 1 reaches file 0.
 func TestDetachReattach(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			o := tapOpts{ring: 16, limit: 1000, flags: v.flags}

@@ -8,8 +8,9 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // variants run each no-stall sequence twice: stock (flag off, every kernel:
@@ -45,7 +46,7 @@ func (rig *tapRig) refill(t *testing.T, s *traffic.Sender, r *traffic.Reader, n 
 // TestDrainFlushesBacklog: a reader that keeps reading a tap filled far
 // beyond its ring gets every frame held, through every stop and wake.
 func TestDrainFlushesBacklog(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			o := tapOpts{ring: 16, limit: 1000, flags: v.flags}
@@ -63,7 +64,7 @@ func TestDrainFlushesBacklog(t *testing.T) {
 // slots and stops again; with no free slot the first frame dequeued finds
 // the ring full and is dropped (FULL_RING) as it stops the queue.
 func TestTxqlenChange(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, v := range variants {
 		for _, newRing := range []int{32, 8} {
 			name := "grow/" + v.name
@@ -114,7 +115,7 @@ func txqlenChange(t *testing.T, flags uint16, newRing int) {
 // nothing stalled. Down resets the qdisc (its backlog is freed uncounted)
 // and stops the queues; the ring keeps its frames; up starts them again.
 func TestLinkDownUp(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			o := tapOpts{ring: 16, limit: 1000, flags: v.flags}
@@ -145,7 +146,7 @@ func TestLinkDownUp(t *testing.T) {
 // leaves has an empty ring); the backlog then meets a device with no queue
 // attached and tun drops it (DEV_READY).
 func TestPersistReattach(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, tc := range []struct {
 		name         string
 		first, again uint16

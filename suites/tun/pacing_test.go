@@ -10,11 +10,12 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/margin"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/margin"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 const (
@@ -41,7 +42,7 @@ const (
 // fills first drops and refuses instead (qdisc_fills_first); with the flag
 // off tun tail-drops and the sender never waits (stock).
 func TestPacing(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	t.Run("backpressure/sndbuf_fills_first", func(t *testing.T) {
 		pacedWaits(t, tapOpts{ring: 16, limit: 1000, flags: tuntap.IFFBackpressure})
 	})
@@ -68,7 +69,7 @@ func pacedWaits(t *testing.T, o tapOpts) {
 	assert.Check(t, st.Q.Qlen <= uint64(sndbuf/traffic.FrameLen), "qdisc backlog beyond what the send buffer can charge (%d bytes, each frame more than %d); %v", sndbuf, traffic.FrameLen, st)
 	assert.Check(t, st.Q.Qlen < uint64(o.limit), "the qdisc filled before the send buffer; %v", st)
 	assert.Check(t, is.Equal(st.Q.Drops+st.Link.TxDropped, uint64(0)), "drops while the sender waits; %v", st)
-	feature.Shows(t, feature.Seed000Tun, fmt.Sprintf("a blocking sender waited behind the stopped queue, %d frames in the qdisc, none dropped", st.Q.Qlen))
+	observe.Shows(t, feature.Seed000Tun, fmt.Sprintf("a blocking sender waited behind the stopped queue, %d frames in the qdisc, none dropped", st.Q.Qlen))
 
 	r := traffic.NewReader(rig.dev.File)
 	readExactly(t, r, pacedFrames)

@@ -11,10 +11,11 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 const (
@@ -40,7 +41,7 @@ const (
 // must log no splat, and with backpressure tun may drop at most
 // raceTunDrops frames; stock tail-drop has no limit.
 func TestRace(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, threads := range []int{2, 4} {
 		for _, v := range variants {
 			t.Run(fmt.Sprintf("threads=%d/%s", threads, v.name), func(t *testing.T) {

@@ -11,12 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/kmsg"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 const (
@@ -73,7 +73,7 @@ type tapRig struct {
 // IFF_BACKPRESSURE.
 func requireBackpressure(t testing.TB) {
 	t.Helper()
-	feature.Require(t, tuntap.ProbeBackpressure())
+	observe.Require(t, tuntap.ProbeBackpressure())
 }
 
 // newTap builds the namespace, opens the tap with o.flags (checking that
@@ -110,7 +110,7 @@ func (rig *tapRig) setUp(t testing.TB) {
 	switch {
 	case o.root == "default":
 	case o.root == "fq_codel":
-		feature.Require(t, rig.e.FqCodel(l))
+		observe.Require(t, rig.e.FqCodel(l))
 	case o.limit == 0:
 		e.Noqueue(t, l)
 	default:

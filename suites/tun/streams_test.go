@@ -7,8 +7,8 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // queueReader reads a queue file: a *traffic.Reader, or an entryReader

@@ -6,10 +6,11 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // TestTailDrop: where no queue stops (the flag off, or no qdisc to hold
@@ -18,7 +19,7 @@ import (
 // kernel has drop reasons) and nothing in the qdisc. With noqueue the flag
 // must change nothing.
 func TestTailDrop(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	for _, tc := range []struct {
 		name string
 		opts tapOpts
@@ -55,7 +56,7 @@ func checkTailDrop(t *testing.T, o tapOpts) {
 	}
 
 	t.Run("DropReason", func(t *testing.T) {
-		feature.Require(t, reasonErr)
+		observe.Require(t, reasonErr)
 		c, err := w.Count(reason)
 		assert.NilError(t, err)
 		seen, err := w.All()

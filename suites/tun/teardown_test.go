@@ -10,13 +10,14 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/kmsg"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // teardownBacklog is how many frames each teardown finds in the qdisc of
@@ -46,7 +47,7 @@ const teardownBacklog = 24
 // ledger puts the frames a teardown frees in "uncounted", with the number
 // the test left there; the kernel must log no splat (kmsg.Watch).
 func TestTeardown(t *testing.T) {
-	feature.Of(t, feature.Seed000Tun)
+	observe.Of(t, feature.Seed000Tun)
 	bp := tapOpts{ring: 16, limit: 1000, flags: tuntap.IFFBackpressure}
 	// IFF_NAPI (and IFF_NAPI_FRAGS) matter to a teardown: closing or
 	// detaching a queue disables and deletes its NAPI instance.

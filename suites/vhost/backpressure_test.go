@@ -6,9 +6,10 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // TestBackpressure (Linux 7.3, IFF_BACKPRESSURE with a
@@ -40,7 +41,7 @@ import (
 // of 40 bytes (two a frame: the guest posts twice the buffers), the ring
 // of 256 wakes exactly as without them.
 func TestBackpressure(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	setups := []setup{
 		{backpressure: true, qdisc: qdiscPfifo, ring: 32},
 		{backpressure: true, qdisc: qdiscPfifo, ring: 128},
@@ -69,7 +70,7 @@ func slowGuest(t *testing.T, s setup) {
 	for step := 0; run.m.left() > 0; step++ {
 		run.step(t, step)
 	}
-	feature.Shows(t, feature.Seed000Vhost, fmt.Sprintf("ring %d: the full ring stopped the queue and vhost's consumption woke it where tun's rule says, every step: handed %v", r.ring, run.handed))
+	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("ring %d: the full ring stopped the queue and vhost's consumption woke it where tun's rule says, every step: handed %v", r.ring, run.handed))
 	a := account(run.sent, run.rv.got, run.st)
 	assert.Assert(t, a.Balanced(), "%v", a)
 	assert.Equal(t, run.rv.got, run.sent-run.st.Qdisc.Drops, "%v", a)

@@ -3,8 +3,8 @@ package vhost
 import (
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // watchBurstDrops counts, from now until the test ends, the frames the

@@ -11,9 +11,10 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // TestDelivery: frames sent into the tap arrive in the guest's
@@ -22,7 +23,7 @@ import (
 // descriptors and mergeable buffers of 40 bytes at once (every frame split
 // over two buffers and put together again).
 func TestDelivery(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	for _, s := range []setup{
 		{qdisc: qdiscDefault},
 		{backpressure: true, qdisc: qdiscPfifo},
@@ -58,7 +59,7 @@ func TestDelivery(t *testing.T) {
 // (handle_tx): frames the guest posts on its TX queue arrive on the tap
 // intact and in order, and the tap counts them as received.
 func TestTransmit(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	const n = 100
 	r := newRig(t, setup{qdisc: qdiscDefault})
 	fd := r.packetSocket()

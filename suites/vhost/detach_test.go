@@ -8,9 +8,10 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // noStallFrames is what the detach and close tests send: a full ring and
@@ -39,7 +40,7 @@ func stoppedRig(t *testing.T) (*rig, batchStop) {
 // got (vhost gives back only the 63 it still holds) and the 64 read
 // (ptr_ring frees consumed slots 16 at a time; 64 is a multiple).
 func TestDetachWhileStopped(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	r, b := stoppedRig(t)
 	g, f := r.guests[0], r.taps[0].File
 	assert.NilError(t, g.DetachBackend())
@@ -79,7 +80,7 @@ func TestDetachWhileStopped(t *testing.T) {
 // stopped: its batch goes back to the ring, read() drains everything and
 // wakes the queue, and the tap keeps working afterwards.
 func TestCloseWhileStopped(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	r, b := stoppedRig(t)
 	assert.NilError(t, r.guests[0].Close())
 	read := readTap(t, r.taps[0].File, int(b.sent), 2*time.Second)

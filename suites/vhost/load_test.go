@@ -9,10 +9,11 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // loadResult is how a load run ended.
@@ -136,7 +137,7 @@ func (r *rig) consume(g *guest.Net, rv *receiver, done <-chan struct{}, tick tim
 // single runner (qdisc_run_begin), so the two senders never produce into
 // the ring at once.
 func TestRace(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	for _, s := range []setup{
 		{qdisc: qdiscDefault},
 		{backpressure: true, qdisc: qdiscPfifo},

@@ -7,9 +7,10 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
 // reattachSetup is a tap of two queues, A (index 0) and B (index 1), each
@@ -40,7 +41,7 @@ const reattachFrames = ring / 2
 // tun_attach force-wakes that index's txq (tun_force_wake_queue, tun.c:776).
 // Every frame the kernel frees is counted on kfree_skb (dropmon.Freed).
 func TestReattach(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	t.Run("DetachOther", detachOther)
 	t.Run("DetachStopped", detachStopped)
 }
@@ -81,7 +82,7 @@ func detachOther(t *testing.T) {
 
 	assert.NilError(t, r.taps[0].Attach())
 	more := x.throughTxq1(t, "A", reset)
-	feature.Shows(t, feature.Seed000Vhost, fmt.Sprintf("txq 1, stopped by B's full ring, ran again once A's file took index 1 (detached, re-attached): %d frames of stream 1 went through it", more))
+	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("txq 1, stopped by B's full ring, ran again once A's file took index 1 (detached, re-attached): %d frames of stream 1 went through it", more))
 
 	rvA := r.receiver(true)
 	r.receive(r.guests[0], rvA, reattachFrames, func(rv *receiver) bool { return rv.got >= more })
@@ -117,7 +118,7 @@ func detachStopped(t *testing.T) {
 
 	assert.NilError(t, r.taps[1].Attach())
 	more := x.throughTxq1(t, "B", gone)
-	feature.Shows(t, feature.Seed000Vhost, fmt.Sprintf("txq 1, stopped by B's full ring, ran again once B's file was detached and re-attached: %d frames of stream 1 went through it", more))
+	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("txq 1, stopped by B's full ring, ran again once B's file was detached and re-attached: %d frames of stream 1 went through it", more))
 
 	want := x.rv.got + uint64(m.held) + more
 	r.collect(r.guests[1], x.rv, func(rv *receiver) bool { return rv.got >= want })

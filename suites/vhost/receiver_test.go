@@ -9,9 +9,9 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/margin"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/margin"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // receiver checks every frame a guest receives: the 12-byte virtio-net

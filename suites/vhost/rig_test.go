@@ -10,13 +10,13 @@ import (
 	"github.com/vishvananda/netlink"
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
-	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/kmsg"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // rig is one tap in a fresh namespace with a userspace vhost-net guest
@@ -52,7 +52,7 @@ func newRigIn(tb testing.TB, e *netenv.Env, s setup) *rig {
 	}
 	kmsg.Watch(tb)
 	if s.backpressure {
-		feature.Require(tb, tuntap.ProbeBackpressure())
+		observe.Require(tb, tuntap.ProbeBackpressure())
 	}
 	queues := max(s.queues, 1)
 	r.openGuests(queues, s.virtio)
@@ -86,7 +86,7 @@ func (r *rig) openGuests(queues int, cfg guest.Config) {
 	cfg.QueueSize = guestQueue
 	for range queues {
 		g, err := guest.Open(cfg)
-		feature.Require(r.tb, err)
+		observe.Require(r.tb, err)
 		r.guests = append(r.guests, g)
 		r.tb.Cleanup(func() { g.Close() })
 	}
@@ -134,7 +134,7 @@ func (r *rig) configure(qdisc string) {
 	case qdiscMqPfifo:
 		e.MqPfifo(tb, l, len(r.taps), bigFIFO)
 	case qdiscFqCodel:
-		feature.Require(tb, e.FqCodel(l))
+		observe.Require(tb, e.FqCodel(l))
 	}
 	e.Up(tb, l)
 	r.link = e.Link(tb, tapName)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 const (

@@ -6,7 +6,8 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // TestStock is the behaviour seed 000 keeps without the flag:
@@ -17,7 +18,7 @@ import (
 // guest's virtio variants (event indexes, indirect descriptors, mergeable
 // buffers): none changes what vhost takes from the ring.
 func TestStock(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	setups := []setup{{qdisc: qdiscDefault}}
 	for _, v := range virtioVariants {
 		setups = append(setups, setup{qdisc: qdiscDefault, virtio: v})

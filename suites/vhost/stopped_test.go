@@ -10,10 +10,10 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // stoppedBacklog is how many frames a stopped queue's qdisc holds, beyond

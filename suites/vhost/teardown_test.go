@@ -7,13 +7,14 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
-	"github.com/xmitcheck/xmitcheck/internal/counters"
-	"github.com/xmitcheck/xmitcheck/internal/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/netenv"
-	"github.com/xmitcheck/xmitcheck/internal/traffic"
-	"github.com/xmitcheck/xmitcheck/internal/tuntap"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // teardownSetup is the rig every teardown starts from: IFF_BACKPRESSURE, a
@@ -47,7 +48,7 @@ var teardownSetup = setup{backpressure: true, qdisc: qdiscPfifo, lateBackend: tr
 // ledger puts the frames a teardown frees in "uncounted", with the number
 // the test left there; the kernel must log no splat (kmsg.Watch).
 func TestTeardown(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	for _, c := range []struct {
 		name  string
 		round func(t *testing.T, home *netenv.Env)
@@ -76,9 +77,9 @@ func TestTeardown(t *testing.T) {
 func requireTeardown(t *testing.T) {
 	t.Helper()
 	g, err := guest.Open(guest.Config{})
-	feature.Require(t, err)
+	observe.Require(t, err)
 	assert.NilError(t, g.Close())
-	feature.Require(t, tuntap.ProbeBackpressure())
+	observe.Require(t, tuntap.ProbeBackpressure())
 	dropmon.RequireReasons(t)
 }
 

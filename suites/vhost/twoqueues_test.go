@@ -7,7 +7,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // TestTwoQueues: two queue pairs of a multi-queue tap steered by stream.
@@ -15,7 +16,7 @@ import (
 // the flag); queue 1's guest still gets every frame of its own stream, and
 // queue 0's backlog does not move meanwhile.
 func TestTwoQueues(t *testing.T) {
-	feature.Of(t, feature.Seed000Vhost)
+	observe.Of(t, feature.Seed000Vhost)
 	for _, s := range []setup{
 		{qdisc: qdiscDefault, queues: 2},
 		{backpressure: true, qdisc: qdiscDefault, queues: 2},

@@ -3,7 +3,7 @@ package vhost
 import (
 	"fmt"
 
-	guest "github.com/xmitcheck/xmitcheck/internal/vhost"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
 // tapModel is what Linux 7.3 does with a tap opened with IFF_BACKPRESSURE,

@@ -1,0 +1,55 @@
+package counters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/margin"
+)
+
+// PollInterval is how often WaitFor samples.
+const PollInterval = 2 * time.Millisecond
+
+// WaitFor samples get until ok accepts a value or timeout passes. On
+// timeout the error carries the last value observed, so a failure shows the
+// state the kernel was stuck in. Each wait is noted for its caller in
+// package margin.
+func WaitFor[T any](ctx context.Context, timeout time.Duration, get func() (T, error), ok func(T) bool) (T, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(PollInterval)
+	defer t.Stop()
+	for {
+		v, err := get()
+		if err != nil {
+			return v, err
+		}
+		if ok(v) {
+			margin.Note(timeout, time.Since(start), false)
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			margin.Note(timeout, time.Since(start), true)
+			return v, fmt.Errorf("waited %v, last observed: %v", timeout, v)
+		case <-t.C:
+		}
+	}
+}
+
+// WaitSteady samples get until its value has not changed for window, and
+// returns that value: a wake-up or a NAPI poll still moving frames must not
+// be read half-way. On timeout the error carries the last value observed.
+func WaitSteady[T comparable](ctx context.Context, timeout, window time.Duration, get func() (T, error)) (T, error) {
+	var last T
+	since := time.Time{}
+	return WaitFor(ctx, timeout, get, func(v T) bool {
+		if since.IsZero() || v != last {
+			last, since = v, time.Now()
+			return false
+		}
+		return time.Since(since) >= window
+	})
+}

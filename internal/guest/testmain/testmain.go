@@ -1,0 +1,122 @@
+// Package testmain makes leaks failures: a suite's TestMain runs its tests
+// through Run, which fails the binary when the tests left file descriptors
+// open (sockets, tun files, BPF objects, namespace handles) or created links
+// in the namespace the binary started in — the host's, when the suites run
+// on a host kernel.
+package testmain
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/vishvananda/netlink"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/margin"
+)
+
+// settle bounds how long Run waits for closes that finish asynchronously
+// (finalizers, goroutines ending) before it calls what is left a leak.
+const settle = 2 * time.Second
+
+// Run runs m and returns the exit code: m's, or 1 when something leaked.
+// Under -short it runs nothing: the suites need root, namespaces and a
+// kernel to judge, and -short means unit tests only.
+func Run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("testmain: a privileged suite: no tests run with -short")
+		return 0
+	}
+	// The suites load BPF programs and maps; kernels before 5.11 charge
+	// their memory to RLIMIT_MEMLOCK.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		fmt.Fprintf(os.Stderr, "testmain: lift RLIMIT_MEMLOCK for BPF: %v\n", err)
+		return 1
+	}
+	primePoller()
+	fds, errFD := openFDs()
+	links, errLink := linkNames()
+	code := m.Run()
+	// How close this binary's bounded waits came to their limits.
+	fmt.Println(margin.Line())
+	if errFD != nil || errLink != nil {
+		fmt.Fprintf(os.Stderr, "testmain: leak check not possible: %v %v\n", errFD, errLink)
+		return 1
+	}
+
+	var leakedFDs, leakedLinks []string
+	for deadline := time.Now().Add(settle); ; time.Sleep(50 * time.Millisecond) {
+		nowFDs, _ := openFDs()
+		nowLinks, _ := linkNames()
+		leakedFDs, leakedLinks = added(fds, nowFDs), added(links, nowLinks)
+		if len(leakedFDs)+len(leakedLinks) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(leakedFDs) > 0 {
+		fmt.Fprintf(os.Stderr, "testmain: FAIL: tests leaked %d file descriptors: %v\n", len(leakedFDs), leakedFDs)
+		code = 1
+	}
+	if len(leakedLinks) > 0 {
+		fmt.Fprintf(os.Stderr, "testmain: FAIL: tests created links outside their namespaces: %v\n", leakedLinks)
+		code = 1
+	}
+	return code
+}
+
+// primePoller makes the Go runtime open its own epoll and eventfd
+// descriptors now, so that they are in the "before" snapshot and are not
+// taken for leaks of the tests' first file I/O.
+func primePoller() {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return
+	}
+	r.Close()
+	w.Close()
+}
+
+// openFDs lists the process's descriptors as "N -> target".
+func openFDs() ([]string, error) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // the directory's own descriptor, closed meanwhile
+		}
+		out = append(out, e.Name()+" -> "+target)
+	}
+	return out, nil
+}
+
+func linkNames() ([]string, error) {
+	ls, err := netlink.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Attrs().Name)
+	}
+	return out, nil
+}
+
+// added returns what is in now and not in before.
+func added(before, now []string) []string {
+	var out []string
+	for _, s := range now {
+		if !slices.Contains(before, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
