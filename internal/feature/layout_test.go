@@ -1,0 +1,96 @@
+package feature
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+const module = "github.com/xmitcheck/xmitcheck"
+
+// layoutRow matches a package's row of docs/layout.md: | `path` | side | holds |.
+var layoutRow = regexp.MustCompile("^\\| `([^`]+)` \\| (host|guest|contract|shared) \\|")
+
+// sides reads docs/layout.md: each package's side.
+func sides(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "docs", "layout.md"))
+	assert.NilError(t, err)
+	defer f.Close()
+	out := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if m := layoutRow.FindStringSubmatch(s.Text()); m != nil {
+			out[m[1]] = m[2]
+		}
+	}
+	assert.NilError(t, s.Err())
+	return out
+}
+
+type goPackage struct {
+	ImportPath                         string
+	Imports, TestImports, XTestImports []string
+}
+
+// packages lists the module's packages with their imports.
+func packages(t *testing.T) []goPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	assert.NilError(t, err, "go list")
+	var pkgs []goPackage
+	for d := json.NewDecoder(strings.NewReader(string(out))); d.More(); {
+		var p goPackage
+		assert.NilError(t, d.Decode(&p))
+		p.ImportPath = strings.TrimPrefix(p.ImportPath, module+"/")
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// TestLayout holds docs/layout.md to the tree (one row per package, no
+// row for a package that is gone) and every package to its side: host and
+// guest never import each other; the contract and the shared packages
+// import only the standard library, never package testing.
+func TestLayout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	side := sides(t)
+	var listed []string
+	for _, p := range packages(t) {
+		listed = append(listed, p.ImportPath)
+		s, ok := side[p.ImportPath]
+		if !ok {
+			t.Errorf("%s has no row in docs/layout.md", p.ImportPath)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if _, ok := strings.CutPrefix(imp, module+"/"); (s == "contract" || s == "shared") && (ok || imp == "testing") {
+				t.Errorf("%s (%s) imports %s: it may import only the standard library", p.ImportPath, s, imp)
+			}
+		}
+		// The suites are test files only: their imports are test imports.
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			own, ok := strings.CutPrefix(imp, module+"/")
+			if ok && (s == "host" && side[own] == "guest" || s == "guest" && side[own] == "host") {
+				t.Errorf("%s (%s) imports %s (%s): the two sides meet only in the contract", p.ImportPath, s, own, side[own])
+			}
+		}
+	}
+	for p := range side {
+		assert.Check(t, is.Contains(listed, p), "docs/layout.md lists %s, which is not a package", p)
+	}
+	assert.Check(t, slices.Contains(listed, "internal/feature"))
+}
