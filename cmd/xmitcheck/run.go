@@ -235,10 +235,11 @@ func runExit(runs []*results.Run) int {
 // runOne runs the binaries on one kernel and judges the seeds against the
 // kernel's expectation. A crash or hang fails the test that was running and
 // does not hide the rest: the kernel boots again for the binaries not yet
-// run. What the emulator killed goes by vmtest.Retry. Every error is kept
+// run. What the emulator killed goes by emulatorRetry. Every error is kept
 // (errors.Join), so a crash after an emulator artefact still says crash.
 // An error with a nil Run means the run could not start.
-func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary, verbose bool, human io.Writer) (*results.Run, error) {
+func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary,
+	verbose bool, human io.Writer) (*results.Run, error) {
 	e, source, named, err := v.expectation(k)
 	if err != nil {
 		return nil, err
@@ -251,12 +252,14 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	}
 	defer s.heartbeat(30 * time.Second)()
 	var errs []error
-	var retry vmtest.Retry
-	for todo := bins; len(todo) > 0 && ctx.Err() == nil; {
+	retry := newEmulatorRetry(s.run, k.Label())
+	for queue := boots(bins); len(queue) > 0 && ctx.Err() == nil; {
+		bt := queue[0]
+		queue = queue[1:]
 		s.running, s.splats = "", nil
 		reports := len(s.run.Tests)
-		job := v.job(k, todo, true)
-		job.SingleThreadTCG = retry.SingleThread()
+		job := v.job(k, bt.bins, true)
+		job.SingleThreadTCG = bt.single
 		out, err := b.Run(ctx, k, job, s)
 		s.endBoot()
 		if s.err != nil {
@@ -266,38 +269,28 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 			s.run.AddBoot(out.BootToFirstTest, out.Total, out.Accel)
 		}
 		if err == nil {
-			break
+			continue
 		}
 		crashed := s.running
-		if !errors.Is(err, vmtest.ErrCrash) || crashed == "" {
-			if errors.Is(err, vmtest.ErrNoBoot) && retry.After("", out, s.splats) == vmtest.Again {
-				s.run.DropKernelReports(reports)
-				s.run.Note(k.Label() + ": the boot died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's: booting again, " + retryHow(&retry))
-				continue
+		left := slices.DeleteFunc(slices.Clone(bt.bins), func(bin vmtest.Binary) bool { return s.exited[bin.Name] })
+		if vmtest.Artefact(out, s.splats) && len(left) > 0 && ctx.Err() == nil {
+			s.run.DropKernelReports(reports)
+			next, err := retry.after(left, crashed != "")
+			if err != nil {
+				errs = append(errs, err)
 			}
-			s.attachConsole(crashed, out)
-			errs = append(errs, err)
+			queue = append(next, queue...)
+			continue
+		}
+		s.attachConsole(crashed, out)
+		errs = append(errs, err)
+		if !errors.Is(err, vmtest.ErrCrash) || crashed == "" {
 			break
 		}
-		next := slices.DeleteFunc(slices.Clone(todo), func(bin vmtest.Binary) bool { return s.exited[bin.Name] || bin.Name == crashed })
-		switch retry.After(crashed, out, s.splats) {
-		case vmtest.Again:
-			s.run.Note(fmt.Sprintf("%s: %s died of an int3 oops at a live-patched site under multi-threaded TCG, the emulator's (one vCPU ran text another had patched): booting again, %s, for it and the %d test binaries not yet run", k.Label(), crashed, retryHow(&retry), len(next)))
-			s.run.DropPackage(crashed)
-			todo = append([]vmtest.Binary{binNamed(todo, crashed)}, next...)
-			continue
-		case vmtest.Untested:
-			s.run.Note(fmt.Sprintf("%s: the TCG int3 artefact again in %s: its tests count as not tested", k.Label(), crashed))
-			s.run.MarkArtefact(crashed)
-			errs = append(errs, fmt.Errorf("%s could not be tested: TCG ran stale code three times, the last single-threaded (int3 at a live-patched site); try --accel kvm", crashed))
-		default:
-			s.attachConsole(crashed, out)
-			errs = append(errs, err)
+		if rest := left[1:]; len(rest) > 0 {
+			s.run.Note(fmt.Sprintf("%s: %v; booting again for the %d test binaries not yet run", k.Label(), err, len(rest)))
+			queue = append(boots(rest), queue...)
 		}
-		if len(next) > 0 {
-			s.run.Note(fmt.Sprintf("%s: %v; booting again for the %d test binaries not yet run", k.Label(), err, len(next)))
-		}
-		todo = next
 	}
 	for _, n := range s.run.Notes {
 		fmt.Fprintln(human, "xmitcheck:", n)
@@ -305,19 +298,6 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	s.run.Finish(errors.Join(errs...))
 	s.run.Judge(e, source, named...)
 	return s.run, nil
-}
-
-// retryHow says how the next boot runs after an artefact.
-func retryHow(r *vmtest.Retry) string {
-	if r.SingleThread() {
-		return "single-threaded"
-	}
-	return "multi-threaded as before"
-}
-
-func binNamed(bins []vmtest.Binary, name string) vmtest.Binary {
-	i := slices.IndexFunc(bins, func(b vmtest.Binary) bool { return b.Name == name })
-	return bins[i]
 }
 
 // reports are the files a run writes ("" for none, "-" for stdout).

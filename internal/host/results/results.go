@@ -120,6 +120,8 @@ type Run struct {
 	running []*Test
 	// events are every event Add took, as the guests sent them.
 	events []Event
+	// earlier are failed tests of tries the emulator ended (Rerun).
+	earlier []*Test
 }
 
 // NewRun starts the record of one kernel's run.
@@ -224,6 +226,7 @@ func (r *Run) AttachKernel(pkg, what string, lines []string) {
 // fail, and so does the run when err is set.
 func (r *Run) Finish(err error) {
 	r.Err, r.Ended = err, time.Now()
+	r.keepEarlier()
 	for _, t := range r.Tests {
 		if !t.done && t.Status == "" {
 			t.Status = Fail
@@ -330,9 +333,18 @@ func (r *Run) AddBoot(bootToFirstTest, total time.Duration, accel string) {
 // Note records what the runner did about the run.
 func (r *Run) Note(n string) { r.Notes = append(r.Notes, n) }
 
-// DropPackage forgets everything pkg's binary reported, before it runs
-// again.
-func (r *Run) DropPackage(pkg string) {
+// Rerun readies pkg's binary to run again after the emulator killed it:
+// what the killed try left unfinished, and the kernel reports of the
+// artefact, are forgotten. A test that had already failed stays failed
+// whatever a later try of it says (Finish puts it back): the emulator
+// ended that try after the failure, it did not cause it.
+func (r *Run) Rerun(pkg string) {
+	for _, t := range r.Tests {
+		if t.Package == pkg && t.Name != "" && t.done && t.Status == Fail && len(t.Kernel) == 0 &&
+			!slices.ContainsFunc(r.earlier, func(e *Test) bool { return e.Package == pkg && e.Name == t.Name }) {
+			r.earlier = append(r.earlier, t)
+		}
+	}
 	r.Tests = slices.DeleteFunc(r.Tests, func(t *Test) bool { return t.Package == pkg })
 	for k, t := range r.byName {
 		if t.Package == pkg {
@@ -342,6 +354,24 @@ func (r *Run) DropPackage(pkg string) {
 	r.running = slices.DeleteFunc(r.running, func(t *Test) bool { return t.Package == pkg })
 }
 
+// keepEarlier puts back the failures of tries Rerun ended, where a later
+// try did not fail the same test.
+func (r *Run) keepEarlier() {
+	for _, e := range r.earlier {
+		t := r.byName[key(e.Package, e.Name)]
+		switch {
+		case t == nil:
+			r.Tests = append(r.Tests, e)
+			r.byName[key(e.Package, e.Name)] = e
+		case t.Status != Fail:
+			e.Output = append(e.Output, fmt.Sprintf("(failed in a try the emulator ended; the next try ended %s)", t.Status))
+			r.Tests[slices.Index(r.Tests, t)] = e
+			r.byName[key(e.Package, e.Name)] = e
+		}
+	}
+	r.earlier = nil
+}
+
 // DropKernelReports removes, from the from-th test on, the kernel reports
 // no test owned (AttachKernel with none running): those of a boot that
 // goes again because the emulator, not the kernel, killed it.
@@ -349,11 +379,13 @@ func (r *Run) DropKernelReports(from int) {
 	r.Tests = append(r.Tests[:from:from], slices.DeleteFunc(r.Tests[from:], func(t *Test) bool { return t.Package == "kernel" })...)
 }
 
-// MarkArtefact makes pkg's failed and unfinished tests artefacts: the
-// emulator failed them, not the kernel.
+// MarkArtefact makes the tests of pkg that the emulator ended artefacts:
+// those left unfinished and those that failed on the artefact's own
+// report. They count as not tested; a test that failed before stays a
+// failure.
 func (r *Run) MarkArtefact(pkg string) {
 	for _, t := range r.Tests {
-		if t.Package == pkg && (t.Status == Fail || !t.done) {
+		if t.Package == pkg && (!t.done || t.Status == Fail && len(t.Kernel) > 0) {
 			t.Artefact = true
 		}
 	}
