@@ -14,7 +14,7 @@ import (
 // (source says where e comes from). It runs in four steps, each its own
 // function: observe reads every test's records, settle ends each test the
 // way e says (an allowed absence or known issue is an XFAIL; a skip for a
-// feature the kernel should have is a failure), tally adds the tests up
+// feature the kernel should have is a failure), gather adds the tests up
 // per seed, and decide gives each seed its verdict. A seed in named (the
 // user's --expect) that no test judged gets an error verdict: nothing
 // answered the question asked.
@@ -22,10 +22,10 @@ func (r *Run) Judge(e expect.Expectation, source string, named ...feature.Seed) 
 	r.Expect, r.ExpectSource = e, source
 	obs := r.observe()
 	r.Misses = r.settle(obs, e)
-	tallies := r.tally(obs)
+	evidence := r.gather(obs)
 	r.Verdicts = nil
 	for _, s := range feature.Seeds {
-		t, ok := tallies[s.Seed]
+		t, ok := evidence[s.Seed]
 		if !ok && !slices.Contains(named, s.Seed) {
 			continue
 		}
@@ -124,8 +124,8 @@ func (r *Run) settle(obs map[*Test]observation, e expect.Expectation) []FeatureM
 	return misses
 }
 
-// tally is what one seed's tests add up to.
-type tally struct {
+// evidence is what one seed's tests add up to.
+type evidence struct {
 	passed, skipped int
 	// broken, absent and untested hold the first test that failed, the
 	// first absence (a probe or the old behaviour) and the first test the
@@ -137,14 +137,14 @@ type tally struct {
 	skipWhy string
 }
 
-// tally adds up the leaf tests per seed. Absences count for every seed
+// gather adds up the leaf tests per seed. Absences count for every seed
 // they imply, whichever test saw them: a kernel without IFF_BACKPRESSURE
 // has no seed 000.
-func (r *Run) tally(obs map[*Test]observation) map[feature.Seed]*tally {
-	by := map[feature.Seed]*tally{}
-	get := func(s feature.Seed) *tally {
+func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
+	by := map[feature.Seed]*evidence{}
+	get := func(s feature.Seed) *evidence {
 		if by[s] == nil {
-			by[s] = &tally{}
+			by[s] = &evidence{}
 		}
 		return by[s]
 	}
@@ -191,13 +191,13 @@ func (r *Run) tally(obs map[*Test]observation) map[feature.Seed]*tally {
 			a.skipWhy = cmp.Or(a.skipWhy, t.Name+": "+t.Reason())
 		}
 	}
-	r.tallyBinaries(obs, get)
+	r.gatherBinaries(obs, get)
 	return by
 }
 
-// tallyBinaries makes every seed of a package whose binary failed outside
+// gatherBinaries makes every seed of a package whose binary failed outside
 // its tests BROKEN, and lists the failures that belong to no seed.
-func (r *Run) tallyBinaries(obs map[*Test]observation, get func(feature.Seed) *tally) {
+func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *evidence) {
 	r.Orphans = nil
 	for _, t := range r.Tests {
 		if t.Status != Fail || obs[t].seed != "" || t.Name == "" && r.anyFailed(t.Package) {
@@ -237,9 +237,9 @@ func (r *Run) packageSeeds(pkg string, obs map[*Test]observation) []feature.Seed
 	return out
 }
 
-// decide gives seed its verdict from its tally (nil when no test of it
+// decide gives seed its verdict from its evidence (nil when no test of it
 // ran) and the run's error.
-func decide(seed feature.Seed, a *tally, runErr error) Verdict {
+func decide(seed feature.Seed, a *evidence, runErr error) Verdict {
 	v := Verdict{Seed: seed}
 	switch {
 	case a == nil && runErr != nil:

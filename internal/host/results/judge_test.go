@@ -88,7 +88,7 @@ func TestSettle(t *testing.T) {
 	}
 }
 
-func TestTally(t *testing.T) {
+func TestGather(t *testing.T) {
 	r := stream(nil,
 		[]string{"TestA", "fail", tag(feature.Seed000Tun), "a_test.go:9: summary wrong"},
 		[]string{"TestA/sub", "pass", shows(feature.Seed000Tun)},
@@ -97,14 +97,14 @@ func TestTally(t *testing.T) {
 	)
 	e, _ := expect.Parse("!004")
 	r.Judge(e, "test")
-	tallies := r.tally(r.observe())
-	assert.Check(t, is.Equal(tallies[feature.Seed000Tun].broken, "suites/tun.TestA: a_test.go:7: a_test.go:9: summary wrong"), "a parent that failed on its own counts")
-	assert.Check(t, is.Equal(tallies[feature.Seed000Tun].shown, "suites/tun.TestA/sub: queue stopped"))
-	assert.Check(t, is.Equal(tallies[feature.Seed004].absent, "devmap program ran at enqueue time"))
-	assert.Check(t, is.Equal(tallies[feature.Seed004].broken, ""), "a parent whose child ended on its absence counts nothing")
+	evidence := r.gather(r.observe())
+	assert.Check(t, is.Equal(evidence[feature.Seed000Tun].broken, "suites/tun.TestA: a_test.go:7: a_test.go:9: summary wrong"), "a parent that failed on its own counts")
+	assert.Check(t, is.Equal(evidence[feature.Seed000Tun].shown, "suites/tun.TestA/sub: queue stopped"))
+	assert.Check(t, is.Equal(evidence[feature.Seed004].absent, "devmap program ran at enqueue time"))
+	assert.Check(t, is.Equal(evidence[feature.Seed004].broken, ""), "a parent whose child ended on its absence counts nothing")
 }
 
-func TestTallyBinaryFailure(t *testing.T) {
+func TestGatherBinaryFailure(t *testing.T) {
 	r := stream(nil, []string{"TestA", "pass", tag(feature.Seed003), shows(feature.Seed003)})
 	r.AttachKernel(pkg, "WARNING", []string{"WARNING: CPU: 1 PID: 9 at net/sched/sch_generic.c:1 x"})
 	r.AttachKernel("", "BUG", []string{"BUG: soft lockup"})
@@ -117,25 +117,25 @@ func TestTallyBinaryFailure(t *testing.T) {
 
 func TestDecide(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		tally *tally
-		err   error
-		want  State
-		why   string
+		name string
+		ev   *evidence
+		err  error
+		want State
+		why  string
 	}{
 		{"no test ran", nil, nil, Error, "no test of the seed ran: the packages or -run given left them all out"},
 		{"no test ran, run failed", nil, errors.New("qemu failed"), Error, "qemu failed"},
-		{"broken wins", &tally{broken: "T: lost 3", absent: "x", passed: 2, shown: "S"}, nil, Broken, "T: lost 3"},
-		{"absent and shown", &tally{absent: "no flag", shown: "S: stopped", passed: 1}, nil, Broken, "absent (no flag), yet shown by S: stopped"},
-		{"absent", &tally{absent: "no flag", skipped: 3}, nil, Absent, "no flag"},
-		{"emulator", &tally{untested: "T: failed by the emulator, not the kernel", passed: 1, shown: "S"}, nil, Error, "T: failed by the emulator, not the kernel"},
-		{"passed without proof", &tally{passed: 2}, nil, Error, "2 tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; run the whole package, or a -run that keeps such a test"},
-		{"present", &tally{passed: 2, skipped: 1, shown: "S: stopped"}, nil, Present, "passed: 2 tests, 1 skipped; shown by S: stopped"},
-		{"the run died first", &tally{skipped: 1, skipWhy: "T: no fq_codel"}, errors.New("panic"), Error, "panic"},
-		{"skipped for another reason", &tally{skipped: 1, skipWhy: "T: needs 4 CPUs"}, nil, Error, "every test skipped, none for a reason about the seed; first: T: needs 4 CPUs"},
+		{"broken wins", &evidence{broken: "T: lost 3", absent: "x", passed: 2, shown: "S"}, nil, Broken, "T: lost 3"},
+		{"absent and shown", &evidence{absent: "no flag", shown: "S: stopped", passed: 1}, nil, Broken, "absent (no flag), yet shown by S: stopped"},
+		{"absent", &evidence{absent: "no flag", skipped: 3}, nil, Absent, "no flag"},
+		{"emulator", &evidence{untested: "T: failed by the emulator, not the kernel", passed: 1, shown: "S"}, nil, Error, "T: failed by the emulator, not the kernel"},
+		{"passed without proof", &evidence{passed: 2}, nil, Error, "2 tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; run the whole package, or a -run that keeps such a test"},
+		{"present", &evidence{passed: 2, skipped: 1, shown: "S: stopped"}, nil, Present, "passed: 2 tests, 1 skipped; shown by S: stopped"},
+		{"the run died first", &evidence{skipped: 1, skipWhy: "T: no fq_codel"}, errors.New("panic"), Error, "panic"},
+		{"skipped for another reason", &evidence{skipped: 1, skipWhy: "T: needs 4 CPUs"}, nil, Error, "every test skipped, none for a reason about the seed; first: T: needs 4 CPUs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := decide(feature.Seed003, tc.tally, tc.err)
+			v := decide(feature.Seed003, tc.ev, tc.err)
 			assert.Check(t, is.Equal(v.State, tc.want))
 			assert.Check(t, is.Equal(v.Why, tc.why))
 		})

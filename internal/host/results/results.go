@@ -1,7 +1,13 @@
-// Package results models what a run produced — go test events labelled
-// with the kernel they ran on — and writes it out as a text summary, KTAP
-// (kselftest's format, one nested block per kernel), JUnit XML, or a stream
-// of go test -json events. It knows nothing about how events were produced.
+// Package results is the host's pipeline after the VMs: it models what a
+// run produced (go test events labelled with their kernel, one Test each),
+// judges it (judge.go: Run.Judge is the one place that turns the tests'
+// records and an expectation into a verdict per seed) and writes it out as
+// a text summary, KTAP, JUnit XML or go test -json events. It knows nothing
+// about how the events were produced.
+//
+// Two words, two things: a test ends with a Status (pass, fail, skip,
+// xfail); a seed gets a verdict, whose State is present, absent, BROKEN or
+// error.
 package results
 
 import (
@@ -25,7 +31,7 @@ type Event struct {
 	Kernel  string  `json:",omitempty"`
 }
 
-// Status is a test's verdict.
+// Status is how a test ended; seeds get verdicts (State).
 type Status string
 
 const (
