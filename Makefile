@@ -105,9 +105,11 @@ report: build
 bisect-demo: build
 	./scripts/bisect-demo.sh
 
+# Build, boot and suite times, written into docs/speed.md (scripts/bench.sh;
+# BENCH_TREE=DIR adds a kernel build of DIR).
 bench: DEPS = vm vng
 bench: deps build
-	./xmitcheck bench boot --kernel $(KERNEL) --all-backends -n 5
+	KERNEL=$(KERNEL) ./scripts/bench.sh
 
 clean:
 	rm -rf xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log $(MATRIX_OUT)

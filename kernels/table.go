@@ -14,7 +14,7 @@ import (
 // when none are given) as an aligned text table: a row per kernel of the
 // file, a column per seed, each cell "present" or "absent" ("—" where the
 // file does not judge it), and a last column of the known issues of those
-// seeds the kernel is allowed. The README carries it, checked by
+// seeds the kernel is allowed. docs/verdicts.md carries it, checked by
 // TestTablesMatchExpectations.
 func ExpectationTable(seeds ...feature.Seed) (string, error) {
 	all, err := Expectations()

@@ -10,14 +10,14 @@ import (
 	"gotest.tools/v3/golden"
 )
 
-// TestTablesMatchExpectations holds the README's table of expected
+// TestTablesMatchExpectations holds docs/verdicts.md's table of expected
 // verdicts to kernels/expectations, the one source of truth
 // (go test ./kernels -run TestTablesMatchExpectations -args -update
 // rewrites them).
 func TestTablesMatchExpectations(t *testing.T) {
 	all, err := ExpectationTable()
 	assert.NilError(t, err)
-	checkBlock(t, filepath.Join("..", "README.md"), "<!-- expectations: begin -->\n```\n", "```\n<!-- expectations: end -->", all)
+	checkBlock(t, filepath.Join("..", "docs", "verdicts.md"), "<!-- expectations: begin -->\n```\n", "```\n<!-- expectations: end -->", all)
 }
 
 // checkBlock checks that path holds want between begin and the next end,

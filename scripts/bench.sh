@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Writes docs/speed.md from measurements, never by hand: boot-to-first-test
+# on each backend (xmitcheck bench boot) and every suite on one kernel
+# (xmitcheck run), with the date, the machine and its load. With
+# BENCH_TREE=DIR it also times `xmitcheck kernels build --tree DIR` (the
+# first build of a tree takes most of an hour on 2 cores).
+#   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-docs/speed.md}
+kernel=${KERNEL:-debian:7.3}
+x=./xmitcheck
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+{
+	echo "# Speed"
+	echo
+	echo "Written by \`make bench\` (scripts/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), commit"
+	echo "$(git rev-parse --short HEAD), on $(nproc) CPUs ($cpu), $(free -g | awk '/^Mem:/ {print $2}') GiB;"
+	echo "load average at the start $(load). Do not edit: run \`make bench\` again."
+	echo
+	echo "## Boot to first test"
+	echo
+	echo "\`$x bench boot --kernel $kernel --all-backends -n 5\`: qemu's start to the first test binary's"
+	echo "start (native: xmitcheck as PID 1; vng: virtme-ng), 5 boots each."
+	echo
+	echo '```'
+	"$x" bench boot --kernel "$kernel" --all-backends -n 5
+	echo '```'
+	echo
+	echo "## Every suite"
+	echo
+	echo "\`$x run --kernel $kernel ./suites/...\` (load at the start $(load)): when each test binary ended,"
+	echo "and the run's line."
+	echo
+	echo '```'
+	rc=0
+	"$x" run --kernel "$kernel" ./suites/... >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+	grep -E '^xmitcheck: .*: suites/[a-z]+ .*\(exit [0-9]+\) at ' "$tmp/run.err" | sed 's/^xmitcheck: //' || true
+	grep -E '^[^ ].*: [0-9]+ passed, ' "$tmp/run.out" || true
+	echo '```'
+	[ "$rc" = 0 ] || echo "The run exited $rc: its figures are not a healthy kernel's."
+	if [ -n "${BENCH_TREE:-}" ]; then
+		echo
+		echo "## Kernel build"
+		echo
+		echo "\`$x kernels build --tree $BENCH_TREE\` (load at the start $(load)):"
+		echo
+		start=$(date +%s)
+		"$x" kernels build --tree "$BENCH_TREE" >"$tmp/build.out" 2>&1
+		echo "    $(( $(date +%s) - start )) s"
+	fi
+} >"$tmp/speed.md"
+mv "$tmp/speed.md" "$out"
+echo "bench: wrote $out"
