@@ -23,9 +23,28 @@ type Record struct {
 	Shown bool `json:"shown,omitempty"`
 	// Issue: the test observed exactly this known defect.
 	Issue Issue `json:"issue,omitempty"`
+	// Fault: the test failed, and not through the kernel: who it was.
+	Fault Fault `json:"fault,omitempty"`
 	// Why is what the probe read or the test observed.
 	Why string `json:"why,omitempty"`
 }
+
+// Fault is what a test failed on when it was not the kernel. A failure
+// without one is the kernel's (an assertion about its behaviour); the
+// judge makes a seed BROKEN only for those, and error for the others.
+type Fault string
+
+const (
+	// Environment: what the test needs is not there or cannot be used:
+	// a device node, a module, BTF, tracefs, a program that cannot attach.
+	Environment Fault = "environment"
+	// Instrument: something that counts for the test (a BPF program, a
+	// buffer, a map, a histogram) lost events, so its counts cannot judge.
+	Instrument Fault = "instrument"
+	// Harness: the test's own machinery failed: a leak, a panic in a
+	// helper.
+	Harness Fault = "harness"
+)
 
 // recordPrefix starts a record in a test's output.
 const recordPrefix = "xmitcheck:"

@@ -1,6 +1,7 @@
 // Package observe is how a suite test reports what it saw to the judge on the
 // host: which seed it tests (Of), a probe that found a feature missing
-// (Require), the seed's behaviour shown (Shows) or the behaviour from before
+// (Require), a failure that is not the kernel's (Fault), the seed's
+// behaviour shown (Shows) or the behaviour from before
 // it (Absent), a known defect seen exactly (Known). Each is a feature.Record
 // line in the test's output; the test never learns what its kernel is
 // expected to show.
@@ -8,6 +9,7 @@ package observe
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -32,10 +34,19 @@ func Require(tb testing.TB, err error) {
 	}
 	var ue *feature.UnsupportedError
 	if !errors.As(err, &ue) {
-		tb.Fatalf("probe failed: %v", err)
+		Fault(tb, feature.Environment, "probe failed: %v", err)
 	}
 	tb.Log(feature.Record{Feature: ue.Feature, Absent: true, Why: ue.Probe}.String())
 	tb.Skip(err.Error())
+}
+
+// Fault fails tb on something that is not the kernel's doing (the
+// message says what): the judge then calls its seed untested (error),
+// never BROKEN. A kernel report during the test still makes it BROKEN.
+func Fault(tb testing.TB, f feature.Fault, format string, args ...any) {
+	tb.Helper()
+	tb.Log(feature.Record{Fault: f, Why: fmt.Sprintf(format, args...)}.String())
+	tb.Fatalf(format, args...)
 }
 
 // Shows records that tb observed seed's behaviour itself (what, in why):

@@ -127,9 +127,10 @@ func (r *Run) settle(obs map[*Test]observation, e expect.Expectation) []FeatureM
 // evidence is what one seed's tests add up to.
 type evidence struct {
 	passed, skipped int
-	// broken, absent and untested hold the first test that failed, the
-	// first absence (a probe or the old behaviour) and the first test the
-	// emulator failed, each with why.
+	// broken, absent and untested hold the first test the kernel failed,
+	// the first absence (a probe or the old behaviour) and the first test
+	// that failed through something else (the emulator, the environment,
+	// an instrument, the harness), each with why.
 	broken, absent, untested string
 	// shown is the first passed test that saw the seed's behaviour.
 	shown string
@@ -149,9 +150,11 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 		return by[s]
 	}
 	for _, t := range r.Tests {
-		explained := false
+		explained, fault := false, ""
 		for _, rec := range obs[t].records {
 			switch {
+			case rec.Fault != "":
+				fault = cmp.Or(fault, string(rec.Fault)+": "+rec.Why)
 			case rec.Shown && t.Status == Pass:
 				if a := get(rec.Seed); a.shown == "" {
 					a.shown = fmt.Sprintf("%s.%s: %s", shortPackage(t.Package), t.Name, rec.Why)
@@ -178,9 +181,15 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 			switch {
 			case t.Artefact:
 				a.untested = cmp.Or(a.untested, shortPackage(t.Package)+"."+t.Name+": failed by the emulator, not the kernel")
+			case len(t.Kernel) > 0:
+				// A kernel report under the test is the kernel's, whatever
+				// else the test saw: no probe's skip or fault hides it.
+				a.broken = cmp.Or(a.broken, shortPackage(t.Package)+"."+t.Name+": "+t.firstFailure())
 			case explained:
 				a.skipped++
 				a.skipWhy = cmp.Or(a.skipWhy, t.Name+": "+t.Reason())
+			case fault != "":
+				a.untested = cmp.Or(a.untested, shortPackage(t.Package)+"."+t.Name+": not the kernel: "+fault)
 			default:
 				a.broken = cmp.Or(a.broken, shortPackage(t.Package)+"."+t.Name+": "+t.firstFailure())
 			}
@@ -210,8 +219,18 @@ func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *
 		if len(seeds) == 0 {
 			r.Orphans = append(r.Orphans, strings.TrimPrefix(shortPackage(t.Package)+"."+t.Name, ".")+": "+t.firstFailure())
 		}
+		fault := ""
+		for _, rec := range obs[t].records {
+			if rec.Fault != "" && len(t.Kernel) == 0 {
+				fault = cmp.Or(fault, string(rec.Fault)+": "+rec.Why)
+			}
+		}
 		for _, s := range seeds {
 			a := get(s)
+			if fault != "" {
+				a.untested = cmp.Or(a.untested, shortPackage(t.Package)+" (the test binary): not the kernel: "+fault)
+				continue
+			}
 			a.broken = cmp.Or(a.broken, shortPackage(t.Package)+" (the test binary, outside its tests): "+t.firstFailure())
 		}
 	}

@@ -191,3 +191,48 @@ func TestBrokenNamesTheFailure(t *testing.T) {
 	v, _ = r.verdict(feature.Seed003)
 	assert.Check(t, is.Contains(v.Why, "kernel WARNING: WARNING: CPU: 1"))
 }
+
+// TestFaults holds the judge to a failure's cause: a test that failed on
+// something not the kernel's (a Fault record) makes its seed error, never
+// BROKEN and never present; a real failure beside it still makes it
+// BROKEN; a kernel report under the test is the kernel's whatever the test
+// said, and no probe's skip hides one.
+func TestFaults(t *testing.T) {
+	env := feature.Record{Fault: feature.Environment, Why: "probe failed: open /dev/net/tun: no such file"}.String()
+	lost := feature.Record{Fault: feature.Instrument, Why: "xdp_devmap_xmit counter: 3 recursion misses"}.String()
+	splat := func(r *Run, name string) {
+		r.byName[key(pkg, name)].Kernel = []string{"kernel WARNING:", "WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"}
+		r.byName[key(pkg, name)].Status = Fail
+	}
+	for _, tc := range []struct {
+		name  string
+		tests [][]string
+		kern  string // a test that gets a splat
+		want  State
+		why   string
+	}{
+		{"environment", [][]string{{"TestA", "fail", tag(feature.Seed004), env}, {"TestB", "pass", tag(feature.Seed004), shows(feature.Seed004)}},
+			"", Error, "suites/tun.TestA: not the kernel: environment: probe failed: open /dev/net/tun: no such file"},
+		{"instrument", [][]string{{"TestA", "fail", tag(feature.Seed004), shows(feature.Seed004), lost}},
+			"", Error, "suites/tun.TestA: not the kernel: instrument: xdp_devmap_xmit counter: 3 recursion misses"},
+		{"a real failure beside", [][]string{{"TestA", "fail", tag(feature.Seed004), lost}, {"TestB", "fail", tag(feature.Seed004), "b_test.go:3: lost 3"}},
+			"", Broken, "suites/tun.TestB: a_test.go:7: b_test.go:3: lost 3"},
+		{"a splat wins over a fault", [][]string{{"TestA", "fail", tag(feature.Seed004), env}},
+			"TestA", Broken, "suites/tun.TestA: kernel WARNING: WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"},
+		{"no probe skip hides a splat", [][]string{{"TestA", "pass", tag(feature.Seed004), shows(feature.Seed004)}, {"TestA/tap", "skip", probe}},
+			"TestA/tap", Broken, "suites/tun.TestA/tap: kernel WARNING: WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := stream(nil, tc.tests...)
+			if tc.kern != "" {
+				splat(r, tc.kern)
+			}
+			e, err := expect.Parse("004")
+			assert.NilError(t, err)
+			r.Judge(e, "test")
+			v, _ := r.verdict(feature.Seed004)
+			assert.Check(t, is.Equal(v.State, tc.want))
+			assert.Check(t, is.Equal(v.Why, tc.why))
+		})
+	}
+}
