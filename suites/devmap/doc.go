@@ -18,8 +18,8 @@
 //
 //	model_test.go         the model: when D runs, the polls, explain and classify
 //	sequence_test.go      the model held to recorded and wrong sequences
-//	rig_linux_test.go     the namespace, devices, programs and their logs
-//	driver_linux_test.go  the ways frames come in
+//	rig_test.go           the namespace, devices, programs and their logs
+//	drivers_test.go       the ways frames come in
 //	bpf/devmap.c          the BPF programs (bpf2go: bpf_bpfel.go, bpf_bpfel.o)
 //	expectations_test.go  the known kernel defects, reported as XFAIL
 //
