@@ -73,7 +73,9 @@ func testProgramRewritesItsCopy(t *testing.T, r *rig, d driver) {
 	}
 	assert.Check(t, is.Equal(c.l.foreign, uint64(0)), "%v", c.l)
 	if d.when() == atOnce && sharedData(t, r, frames) {
-		expectedFailure(t, feature.IssueGenericCloneShared, fmt.Sprintf("each destination's program found the previous destination's stamp in its copy, and all %d frames at every sink carry the last program's stamp (%v)", frames, c.l))
+		observed := fmt.Sprintf("each destination's program found the previous one's stamp in its copy, "+
+			"and all %d frames at every sink carry the last program's stamp (%v)", frames, c.l)
+		expectedFailure(t, feature.IssueGenericCloneShared, observed)
 	}
 	for i, s := range c.sinks {
 		assert.Check(t, is.DeepEqual(marksAt(t, r, s, r.dst[:]), map[string]uint64{r.dst[i].Attrs().Name: frames}),
@@ -81,7 +83,8 @@ func testProgramRewritesItsCopy(t *testing.T, r *rig, d driver) {
 	}
 	for _, run := range r.rawRuns(t) {
 		if run.Kind == 'D' && run.Mark != 0 {
-			t.Errorf("devmap program for frame %d on ifindex %d found ifindex %d's stamp in its copy", run.Frame, run.Dest, run.Mark)
+			t.Errorf("devmap program for frame %d on ifindex %d found ifindex %d's stamp in its copy",
+				run.Frame, run.Dest, run.Mark)
 		}
 	}
 	c.seq.report(t, "")

@@ -111,7 +111,8 @@ var probeLiveFrames = func() func(*ebpf.Program) error {
 			})
 			switch {
 			case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.E2BIG) || errors.Is(err, ebpf.ErrNotSupported):
-				result = feature.Unsupported(feature.XDPLiveFrames, "BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES and batch_size 1 returned %v", err)
+				result = feature.Unsupported(feature.XDPLiveFrames,
+					"BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES and batch_size 1 returned %v", err)
 			case err != nil:
 				result = fmt.Errorf("probe BPF_F_TEST_XDP_LIVE_FRAMES: %w", err)
 			}
@@ -165,7 +166,8 @@ func newSender(tb testing.TB, r *rig) *traffic.Sender {
 
 func (d *vethDriver) push(ctx context.Context, frames, batch int) error {
 	if batch > maxPoll || frames%batch != 0 {
-		return fmt.Errorf("veth driver: batch %d must be ≤ %d (the NAPI budget) and divide %d frames", batch, maxPoll, frames)
+		return fmt.Errorf("veth driver: batch %d must be ≤ %d (the NAPI budget) and divide %d frames",
+			batch, maxPoll, frames)
 	}
 	var c bpfConfig
 	if err := d.r.objs.Config.Lookup(uint32(0), &c); err != nil {
@@ -226,7 +228,9 @@ func newGenericDriver(tb testing.TB, r *rig) driver {
 	tb.Helper()
 	err := r.attachXDPFlags(r.in, r.objs.XdpMain, nl.XDP_FLAGS_SKB_MODE)
 	if errors.Is(err, unix.EINVAL) {
-		observe.Require(tb, feature.Unsupported(feature.GenericDevmapProg, "attaching xdp_main, whose devmaps carry programs, in SKB mode returned %v (devmap programs in generic XDP came in 5.15)", err))
+		observe.Require(tb, feature.Unsupported(feature.GenericDevmapProg,
+			"attaching xdp_main, whose devmaps carry programs, in SKB mode returned %v "+
+				"(devmap programs in generic XDP came in 5.15)", err))
 	}
 	if err != nil {
 		tb.Fatalf("attach xdp_main to in0 in generic mode: %v", err)
@@ -265,8 +269,12 @@ func (d *genericDriver) polls(frames, batch int) []int { return nil }
 // ENOENT or EOPNOTSUPP (sch_ingress or cls_bpf missing) means unsupported.
 func attachBurst(r *rig) error {
 	qd := &netlink.GenericQdisc{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: r.sender.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
-		QdiscType:  "clsact",
+		QdiscAttrs: netlink.QdiscAttrs{
+			LinkIndex: r.sender.Attrs().Index,
+			Handle:    netlink.MakeHandle(0xffff, 0),
+			Parent:    netlink.HANDLE_CLSACT,
+		},
+		QdiscType: "clsact",
 	}
 	unsupported := func(f feature.Feature, err error) error {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
@@ -304,7 +312,8 @@ func probeBroadcast(r *rig) error {
 		return fmt.Errorf("probe BPF_F_BROADCAST: %w", err)
 	}
 	if ret != 4 { // XDP_REDIRECT
-		return feature.Unsupported(feature.BPFBroadcast, "bpf_redirect_map with BPF_F_BROADCAST returned %d, not XDP_REDIRECT, in BPF_PROG_TEST_RUN", ret)
+		return feature.Unsupported(feature.BPFBroadcast,
+			"bpf_redirect_map with BPF_F_BROADCAST returned %d, not XDP_REDIRECT, in BPF_PROG_TEST_RUN", ret)
 	}
 	return nil
 }

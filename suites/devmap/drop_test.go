@@ -43,7 +43,8 @@ func testDropCountedAtFlush(t *testing.T, r *rig, d driver) {
 	dropped := dropRuns(r.rawRuns(t))
 	var l ledger
 	if d.when() == atOnce || s.enqueue {
-		l = settleUncounted(ctx, t, r, frames, dropped, "XDP_DROP by the devmap program before any bulk queue: no counter sees them, the runs log does")
+		why := "XDP_DROP by the devmap program before any bulk queue: no counter sees them, the runs log does"
+		l = settleUncounted(ctx, t, r, frames, dropped, why)
 	} else {
 		l = settle(ctx, t, r, frames)
 	}
@@ -51,8 +52,11 @@ func testDropCountedAtFlush(t *testing.T, r *rig, d driver) {
 	assert.Check(t, is.Equal(dropped, uint64(frames)), "devmap program runs that returned XDP_DROP; %v", l)
 	after := []string{r.linkStats(t, r.dst[0]).String(), r.linkStats(t, r.sink[0]).String()}
 	assert.Check(t, is.DeepEqual(after, before), "a0 and a0p stats64 must not see the dropped frames; %v", l)
+	// Every frame of every flush was dropped by the devmap program.
 	for i, f := range r.flushes(t) {
-		assert.Check(t, f.Sent == 0 && f.Drops > 0, "xdp_devmap_xmit event %d to ifindex %d: sent=%d drops=%d, want every frame of the flush dropped by the devmap program; %v", i, f.ToIfindex, f.Sent, f.Drops, l)
+		assert.Check(t, f.Sent == 0 && f.Drops > 0,
+			"xdp_devmap_xmit event %d to ifindex %d: sent=%d drops=%d, want sent=0 drops>0; %v",
+			i, f.ToIfindex, f.Sent, f.Drops, l)
 	}
 	s.report(t, fmt.Sprintf(": its %d XDP_DROPs never reached a bulk queue or xdp_devmap_xmit (%v)", frames, l))
 }

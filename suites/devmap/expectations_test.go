@@ -14,16 +14,23 @@ import (
 var knownIssues = map[feature.Issue]string{
 	feature.IssueDevmapSameDevice: "" +
 		"the bulk queue is per device and latches the program of its first frame in the poll (bq_enqueue), " +
-		"so when two ways lead to one device (two entries with different programs, or an entry and bpf_redirect) " +
-		"every frame of the poll runs the program latched first, not its own entry's, against the seed's per-entry semantics. " +
-		"Before the seed each frame ran its own entry's program at enqueue. See docs/findings/devmap-same-device.md.",
+		"so when two ways lead to one device " +
+		"(two entries with different programs, or an entry and bpf_redirect) " +
+		"every frame of the poll runs the program latched first, not its own entry's, " +
+		"against the seed's per-entry semantics. " +
+		"Before the seed each frame ran its own entry's program at enqueue. " +
+		"See docs/findings/devmap-same-device.md.",
 	feature.IssueLiveFramesClone: "" +
-		"in BPF_PROG_TEST_RUN's live-frames mode the xdp_frame sits 40 bytes before data_hard_start, so xdpf_clone copies " +
-		"from 40 bytes too early and every broadcast copy but the last is garbage: a bug of the test runner, not of seed 004, " +
-		"fixed in 6.3 by \"bpf, test_run: fix &xdp_frame misplacement for LIVE_FRAMES\" (its 6.1 backport was reverted).",
+		"in BPF_PROG_TEST_RUN's live-frames mode the xdp_frame sits 40 bytes before data_hard_start, " +
+		"so xdpf_clone copies from 40 bytes too early and every broadcast copy but the last is garbage: " +
+		"a bug of the test runner, not of seed 004, " +
+		"fixed in 6.3 by \"bpf, test_run: fix &xdp_frame misplacement for LIVE_FRAMES\" " +
+		"(its 6.1 backport was reverted).",
 	feature.IssueGenericCloneShared: "" +
-		"generic XDP's broadcast hands every destination an skb_clone and runs the entry's program on it without a private copy, " +
-		"so a program that rewrites its copy rewrites every destination's: a defect of 6.1's generic path, not of seed 004 " +
+		"generic XDP's broadcast hands every destination an skb_clone " +
+		"and runs the entry's program on it without a private copy, " +
+		"so a program that rewrites its copy rewrites every destination's: " +
+		"a defect of 6.1's generic path, not of seed 004 " +
 		"(6.12's dev_map_generic_redirect copies a cloned skb first).",
 }
 

@@ -55,7 +55,8 @@ type ledger struct {
 }
 
 func (l ledger) String() string {
-	return fmt.Sprintf("%v (received at the sinks, %d of them foreign; device drops = dropped at flush, per %v)", l.Accounting, l.foreign, l.flush)
+	return fmt.Sprintf("%v (received at the sinks, %d of them foreign; device drops = dropped at flush, per %v)",
+		l.Accounting, l.foreign, l.flush)
 }
 
 // settle waits until every frame the main program redirected is accounted
@@ -76,7 +77,13 @@ func settleUncounted(ctx context.Context, t *testing.T, r *rig, sent, uncounted 
 	t.Helper()
 	get := func() (ledger, error) {
 		l := ledger{flush: r.totals(t), foreign: r.foreignAll(t)}
-		l.Accounting = counters.Accounting{Sent: sent, Received: r.receivedAll(t) + l.foreign, DeviceDrops: l.flush.drops, Uncounted: uncounted, UncountedWhy: why}
+		l.Accounting = counters.Accounting{
+			Sent:         sent,
+			Received:     r.receivedAll(t) + l.foreign,
+			DeviceDrops:  l.flush.drops,
+			Uncounted:    uncounted,
+			UncountedWhy: why,
+		}
 		return l, nil
 	}
 	l, err := counters.WaitFor(ctx, 5*time.Second, get, func(l ledger) bool { return l.Balanced() })
@@ -134,9 +141,11 @@ func (s sequence) report(t *testing.T, also string) {
 	case s.err != nil:
 		t.Fatalf("run order %s: %v", shape(s.got), s.err)
 	case s.enqueue:
-		before004(t, fmt.Sprintf("devmap program ran at enqueue time: each frame's D run right after its M run, before its queue's flush (%s)%s", counts(s.got), also))
+		before004(t, fmt.Sprintf("devmap program ran at enqueue time: "+
+			"each frame's D run right after its M run, before its queue's flush (%s)%s", counts(s.got), also))
 	case s.shows:
-		observe.Shows(t, feature.Seed004, fmt.Sprintf("the devmap programs ran at flush: %s, polls of %v frames", shape(s.got), s.polls))
+		observe.Shows(t, feature.Seed004,
+			fmt.Sprintf("the devmap programs ran at flush: %s, polls of %v frames", shape(s.got), s.polls))
 	}
 }
 

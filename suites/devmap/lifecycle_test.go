@@ -70,11 +70,14 @@ func testLifecycle(t *testing.T, r *rig, d driver, hash bool) {
 
 	oldA, newB := r.seen(t, a0, progA), r.seen(t, a0, progB)
 	onB, onC := r.seen(t, b0, progA), r.seen(t, c0, progA)
-	t.Logf("frames numbered: program replaced at %d, entry 1 deleted at %d, re-added at %d; a0: A %+v B %+v; b0 %+v; c0 %+v",
-		replaced, deleted, readded, oldA, newB, onB, onC)
-	assert.Check(t, oldA.MaxFrame <= replaced+maxPoll, "old program of entry 0 ran for frame %d, after the poll in flight at the replace (frame %d)", oldA.MaxFrame-1, replaced)
+	t.Logf("frames numbered: program replaced at %d, entry 1 deleted at %d, re-added at %d; "+
+		"a0: A %+v B %+v; b0 %+v; c0 %+v", replaced, deleted, readded, oldA, newB, onB, onC)
+	assert.Check(t, oldA.MaxFrame <= replaced+maxPoll,
+		"old program of entry 0 ran for frame %d, after the poll in flight at the replace (frame %d)",
+		oldA.MaxFrame-1, replaced)
 	assert.Check(t, newB.MaxFrame > replaced && newB.Runs > 0, "new program of entry 0 never ran: %+v", newB)
-	assert.Check(t, onB.MaxFrame <= deleted, "frame %d reached b0 after entry 1 was deleted at frame %d", onB.MaxFrame-1, deleted)
+	assert.Check(t, onB.MaxFrame <= deleted,
+		"frame %d reached b0 after entry 1 was deleted at frame %d", onB.MaxFrame-1, deleted)
 	assert.Check(t, onC.MaxFrame > readded && onC.Runs > 0, "re-added entry 1 (c0) got no frame: %+v", onC)
 
 	// Every frame a devmap program passed was sent and received. (Frames
@@ -118,7 +121,8 @@ func (f *flow) advance(what string) {
 	f.t.Helper()
 	now := f.frames()
 	get := func() (uint32, error) { return f.frames(), nil }
-	if _, err := counters.WaitFor(f.ctx, 20*time.Second, get, func(n uint32) bool { return n >= now+progress }); err != nil {
+	advanced := func(n uint32) bool { return n >= now+progress }
+	if _, err := counters.WaitFor(f.ctx, 20*time.Second, get, advanced); err != nil {
 		f.cancel()
 		f.t.Fatalf("traffic stalled %s: %v (driver: %v)", what, err, <-f.done)
 	}

@@ -43,7 +43,10 @@ const (
 )
 
 func progName(tag uint32) string {
-	names := map[uint32]string{progA: "A", progB: "B", progDrop: "drop", progMark: "mark", progVLAN: "vlan", progTrim: "trim", progPad: "pad"}
+	names := map[uint32]string{
+		progA: "A", progB: "B", progDrop: "drop", progMark: "mark",
+		progVLAN: "vlan", progTrim: "trim", progPad: "pad",
+	}
 	if n, ok := names[tag]; ok {
 		return n
 	}

@@ -19,8 +19,13 @@ func format(evs []event) string {
 	var toks []string
 	for i := 0; i < len(evs); {
 		e := evs[i]
+		// next is the event at j that continues e's run: its kind, device
+		// and program on the following frame.
+		next := func(j int) event {
+			return event{kind: e.kind, frame: e.frame + uint32(j-i), dev: e.dev, prog: e.prog}
+		}
 		j := i + 1
-		for e.kind != 'F' && j < len(evs) && evs[j] == (event{kind: e.kind, frame: e.frame + uint32(j-i), dev: e.dev, prog: e.prog}) {
+		for e.kind != 'F' && j < len(evs) && evs[j] == next(j) {
 			j++
 		}
 		frames := strconv.Itoa(int(e.frame))

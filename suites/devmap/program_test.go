@@ -65,12 +65,16 @@ func testEgressAndMetadata(t *testing.T, r *rig, d driver, hash bool) {
 	_, notEnqueue := explain(r.events(t), tr, entries, atEnqueue)
 	switch {
 	case d.when() == atOnce:
-		assert.Check(t, is.Equal(meta.none, frames), "devmap program runs on the generic path that saw no metadata (bpf_prog_run_generic_xdp starts them with data_meta == data)")
+		// bpf_prog_run_generic_xdp starts them with data_meta == data.
+		assert.Check(t, is.Equal(meta.none, frames), "devmap program runs on the generic path that saw no metadata")
 	case meta.seen == frames:
 	case meta.none == frames && d.when() == atFlush && notEnqueue == nil:
-		before004(t, fmt.Sprintf("devmap program ran at enqueue time (each frame's D run right after its M run) and none of its %d runs saw the metadata the main program wrote (dev_map_run_prog invalidated it)", frames))
+		// dev_map_run_prog invalidated the metadata.
+		before004(t, fmt.Sprintf("devmap program ran at enqueue time (each frame's D run right after its M run) "+
+			"and none of its %d runs saw the metadata the main program wrote", frames))
 	default:
-		t.Errorf("devmap program runs that saw the main program's metadata: %d of %d (%d saw none)", meta.seen, frames, meta.none)
+		t.Errorf("devmap program runs that saw the main program's metadata: %d of %d (%d saw none)",
+			meta.seen, frames, meta.none)
 	}
 }
 

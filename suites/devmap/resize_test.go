@@ -92,7 +92,8 @@ func testResize(t *testing.T, r *rig, d driver) {
 		want[i] = append(want[i], hexFrame(resizers[i].out(r.original(t, uint32(n)))))
 	}
 	for i, s := range r.sink {
-		assert.Check(t, is.DeepEqual(r.rxFrames(t, s), want[i]), "frames at %s, in order, from %s's program; %v", s.Attrs().Name, progName(resizers[i].tag), l)
+		assert.Check(t, is.DeepEqual(r.rxFrames(t, s), want[i]),
+			"frames at %s, in order, from %s's program; %v", s.Attrs().Name, progName(resizers[i].tag), l)
 	}
 	judge(d, r.events(t), tr, entries, frames).report(t, "")
 }

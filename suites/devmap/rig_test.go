@@ -18,7 +18,8 @@ import (
 
 // rig is one test's topology and programs, all inside its own namespace:
 //
-//	in0p ──veth──► in0 [xdp_main, native] ──devmap──► a0, b0, c0 ──veth──► a0p, b0p, c0p [xdp_sink]
+//	in0p ──veth──► in0 [xdp_main, native] ──devmap──► a0, b0, c0
+//	                                                  a0, b0, c0 ──veth──► a0p, b0p, c0p [xdp_sink]
 //
 // in0p also has xdp_sink, so a broadcast copy sent back to in0 is counted.
 // A raw tracepoint program counts xdp:xdp_devmap_xmit for flushes from in0.
@@ -60,7 +61,10 @@ func newRig(tb testing.TB, trace bool) *rig {
 		for _, l := range append(r.dst[:], r.in) {
 			r.watch(tb, l)
 		}
-		tp, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "xdp_devmap_xmit", Program: r.objs.TraceDevmapXmit})
+		tp, err := link.AttachRawTracepoint(link.RawTracepointOptions{
+			Name:    "xdp_devmap_xmit",
+			Program: r.objs.TraceDevmapXmit,
+		})
 		if err != nil {
 			tb.Fatalf("attach raw tracepoint xdp_devmap_xmit: %v (needs CONFIG_BPF_EVENTS)", err)
 		}

@@ -73,7 +73,8 @@ func testSameDevice(t *testing.T, r *rig, d driver, keys []uint32) {
 	if len(wrong) == 0 {
 		return
 	}
-	observed := fmt.Sprintf("%d of %d frames did not run their own program (%s, …); every frame reached a0p (%v)", len(wrong), frames, wrong[0], l)
+	observed := fmt.Sprintf("%d of %d frames did not run their own program (%s, …); every frame reached a0p (%v)",
+		len(wrong), frames, wrong[0], l)
 	if _, err := explain(got, tr, entries, atFlush); d.when() == atFlush && err == nil {
 		expectedFailure(t, feature.IssueDevmapSameDevice, observed)
 	}

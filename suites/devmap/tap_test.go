@@ -81,14 +81,21 @@ func testRingFull(t *testing.T, r *rig, d driver) {
 	stats := tp.stats(t, r)
 	xdp.InDevice, xdp.Received = 0, uint64(len(numbers))
 	assert.Check(t, xdp.Balanced(), "XDP frames: %v (device drops: native xdp_devmap_xmit, generic tap tx_dropped)", xdp)
-	skb := counters.Accounting{Sent: probe, Received: probes, DeviceDrops: stats.TxDropped - txDropped, QdiscDrops: q.Drops - q0.Drops, QdiscBacklog: q.Qlen}
+	skb := counters.Accounting{
+		Sent:         probe,
+		Received:     probes,
+		DeviceDrops:  stats.TxDropped - txDropped,
+		QdiscDrops:   q.Drops - q0.Drops,
+		QdiscBacklog: q.Qlen,
+	}
 	assert.Check(t, skb.Balanced(), "frame through the qdisc: %v; %v", skb, q)
 	wantProbes := uint64(0)
 	if d.when() == atOnce {
 		wantProbes = 1
 	}
 	assert.Check(t, is.Equal(probes, wantProbes), "frame through the qdisc read from the tap: %v", skb)
-	assert.Check(t, is.Equal(stats.TxPackets, uint64(len(numbers))+probes), "tap tx_packets counts what the reader got; tap %v", stats)
+	assert.Check(t, is.Equal(stats.TxPackets, uint64(len(numbers))+probes),
+		"tap tx_packets counts what the reader got; tap %v", stats)
 }
 
 // tap is the rig's tap0 and its stats64 before the test.
@@ -178,14 +185,16 @@ func (tp tap) queueState(t *testing.T, r *rig, d driver, q0 counters.Qdisc, txDr
 	assert.NilError(t, err)
 	stats := tp.stats(t, r)
 	if d.when() == atFlush {
-		assert.Check(t, is.Equal(q.Packets-q0.Packets, uint64(1)), "queue awake after the XDP frames: the qdisc hands the frame on; %v", q)
+		assert.Check(t, is.Equal(q.Packets-q0.Packets, uint64(1)),
+			"queue awake after the XDP frames: the qdisc hands the frame on; %v", q)
 		assert.Check(t, is.Equal(stats.TxDropped-txDropped, uint64(1)), "tun_net_xmit drops it (FULL_RING); tap %v", stats)
 		return
 	}
 	assert.Check(t, is.Equal(q.Qlen, uint64(1)), "queue stopped by the XDP frames: the frame waits in the qdisc; %v", q)
 	assert.Check(t, is.Equal(stats.TxDropped-txDropped, uint64(0)), "tap %v", stats)
 	if q.Qlen == 1 && stats.TxDropped == txDropped {
-		observe.Shows(t, feature.Seed000Tun, "the ring the generic XDP frames filled stopped the queue: the next frame waited in the qdisc")
+		observe.Shows(t, feature.Seed000Tun,
+			"the ring the generic XDP frames filled stopped the queue: the next frame waited in the qdisc")
 	}
 }
 
