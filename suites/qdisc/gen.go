@@ -4,6 +4,6 @@ package qdisc
 // the generated fastpath_bpfel.go and fastpath_bpfel.o are committed so that
 // building needs no clang. Regenerating needs clang ≥ 14 and llvm-strip
 // (Debian's clang and llvm packages), libbpf's headers (libbpf-dev) and
-// <linux/bpf.h> (linux-libc-dev).
+// <linux/bpf.h> (linux-libc-dev). bpf2go itself passes clang -O2 and -g.
 //
-//go:generate go tool bpf2go -tags linux -target bpfel fastpath bpf/fastpath.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall -Werror
+//go:generate go tool bpf2go -tags linux -target bpfel fastpath bpf/fastpath.c -- -I/usr/include/x86_64-linux-gnu -Wall -Werror
