@@ -94,7 +94,12 @@ func streamCounterXDP(m *ebpf.Map, spin int32) (*ebpf.Program, error) {
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("out"), // XDP_DROP
 		asm.Return(),
 	)
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "xc_stream_count", Type: ebpf.XDP, License: "GPL", Instructions: insns})
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         "xc_stream_count",
+		Type:         ebpf.XDP,
+		License:      "GPL",
+		Instructions: insns,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load XDP stream counter: %w", err)
 	}
@@ -126,14 +131,16 @@ func attachSoftirqRaises() (*eventCounter, error) {
 // requests to run a qdisc, of which seed 003 turns some into no NET_TX
 // raise at all.
 func attachNetifSchedules() (*eventCounter, error) {
-	return attachCounter("xc_netif_sched", &ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "__netif_schedule"}, nil,
+	spec := &ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: "__netif_schedule"}
+	return attachCounter("xc_netif_sched", spec, nil,
 		func(p *ebpf.Program) (link.Link, error) { return link.AttachTracing(link.TracingOptions{Program: p}) })
 }
 
 // attachCounter loads, as a program shaped by spec, filter (which may jump
 // to "out" to skip the event) followed by an increment of slot 0 of a fresh
 // per-CPU counter, and attaches it.
-func attachCounter(name string, spec *ebpf.ProgramSpec, filter asm.Instructions, attach func(*ebpf.Program) (link.Link, error)) (*eventCounter, error) {
+func attachCounter(name string, spec *ebpf.ProgramSpec, filter asm.Instructions,
+	attach func(*ebpf.Program) (link.Link, error)) (*eventCounter, error) {
 	m, err := perCPUCounters(name, 1)
 	if err != nil {
 		return nil, err

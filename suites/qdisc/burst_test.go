@@ -52,8 +52,10 @@ func TestBurstDropsCounted(t *testing.T) {
 		}
 		if attempt == 3 {
 			// Two frames on defer_list need two CPUs in __dev_xmit_skb()
-			// at once: not enough concurrency, not a kernel fault.
-			t.Skipf("not enough load to decide: no frame was burst-dropped in 3 loads of %v with qdisc_max_burst 1, so no counter could be asked for one (%v)", loadDuration, s)
+			// at once: not enough concurrency, not a kernel fault. Without
+			// a burst drop no counter can be asked for one.
+			t.Skipf("not enough load to decide: no frame was burst-dropped in 3 loads of %v with qdisc_max_burst 1 (%v)",
+				loadDuration, s)
 		}
 	}
 	a := s.a
@@ -62,7 +64,9 @@ func TestBurstDropsCounted(t *testing.T) {
 	case missing == 0:
 		t.Logf("every burst drop is in a counter: %v", s)
 	case missing == a.Uncounted:
-		observe.Known(t, feature.IssueQdiscBurstUncounted, fmt.Sprintf("%d of %d frames freed with QDISC_BURST_DROP are in no qdisc or device counter (%v)", missing, a.Sent, s))
+		observed := fmt.Sprintf("%d of %d frames freed with QDISC_BURST_DROP are in no qdisc or device counter (%v)",
+			missing, a.Sent, s)
+		observe.Known(t, feature.IssueQdiscBurstUncounted, observed)
 	default:
 		t.Fatalf("the counters miss %d frames, the burst drops are %d: %v", missing, a.Uncounted, s)
 	}

@@ -69,9 +69,11 @@ func watchFastPath(t *testing.T, r *rig, n int) fastPathRun {
 	l := startLoad(t, r, loadOpts{senders: n, duration: fastPathBound})
 	stop := heartbeat.Start(fastPathBeat, func(elapsed time.Duration) {
 		c, err := tr.counts()
-		t.Logf("%v of at most %v: %d of %d calls decided (%v)", elapsed, fastPathBound, c.decided(), fastPathWant, errOr(err, c))
+		t.Logf("%v of at most %v: %d of %d calls decided (%v)",
+			elapsed, fastPathBound, c.decided(), fastPathWant, errOr(err, c))
 	})
-	counters.WaitFor(testContext(t), fastPathBound, tr.counts, func(c fastPathCounts) bool { return c.decided() >= fastPathWant })
+	enough := func(c fastPathCounts) bool { return c.decided() >= fastPathWant }
+	counters.WaitFor(testContext(t), fastPathBound, tr.counts, enough)
 	stop()
 	handed, err := l.stop()
 	assert.NilError(t, err)
@@ -85,24 +87,39 @@ func watchFastPath(t *testing.T, r *rig, n int) fastPathRun {
 // judgeFastPath gives the verdict of a run: present where no call that
 // found defer_list holding a frame scheduled the qdisc over it, absent
 // where none of them returned early, BROKEN for a mix or a lost frame.
+//
+// A call decides when it found q->defer_list holding a frame throughout and
+// SCHED clear. The tracer must have followed the list in every call (no
+// frame at its head unread, no walk cut short), else it cannot tell whether
+// the list held a frame throughout. Only the sender of the list's first
+// frame empties it, and only under the qdisc lock, so a lock holder never
+// finds it emptied: one that does means the tracer misreads this kernel.
 func judgeFastPath(t *testing.T, run fastPathRun) {
 	c := run.c
 	t.Logf("%v, %d senders: %v; %v", run.elapsed.Round(time.Millisecond), run.senders, c, run.s)
 	assert.NilError(t, run.stranded, "frames stranded after the senders stopped (lost wake-up?); %v", c)
-	assert.Assert(t, c.Unread == 0 && c.Deep == 0, "the tracer could not follow defer_list, so it cannot tell whether the list held a frame throughout a call; %v", c)
-	assert.Assert(t, c.Locked.Emptied == 0, "the qdisc lock holder scheduled the qdisc after defer_list emptied in %d calls; its first frame's sender empties it only under that lock: the tracer misreads this kernel; %v", c.Locked.Emptied, c)
+	assert.Assert(t, c.Unread == 0 && c.Deep == 0, "the tracer could not follow defer_list; %v", c)
+	assert.Assert(t, c.Locked.Emptied == 0,
+		"tracer misreads this kernel: qdisc lock holder scheduled the qdisc after defer_list emptied in %d calls; %v",
+		c.Locked.Emptied, c)
 	if c.decided() < fastPathWant {
-		t.Skipf("not enough load to decide: %d calls of __netif_schedule() (of %d wanted) found q->defer_list holding a frame and SCHED clear and decided in %v; %v",
-			c.decided(), fastPathWant, run.elapsed.Round(time.Millisecond), c)
+		t.Skipf("not enough load to decide: %d calls of __netif_schedule() decided in %v, want %d; %v",
+			c.decided(), run.elapsed.Round(time.Millisecond), fastPathWant, c)
 	}
 	switch {
 	case c.over() == 0:
-		assert.Assert(t, c.Wake.Emptied <= emptiedMax(c), "%d wake-ups scheduled the qdisc after defer_list emptied, more than the %d (a quarter of the %d declined) the fast path leaves room for: %v", c.Wake.Emptied, emptiedMax(c), c.declined(), c)
-		observe.Shows(t, feature.Seed003, fmt.Sprintf("%d calls of __netif_schedule() found q->defer_list holding a frame and SCHED clear and returned early, none scheduled the qdisc over it", c.declined()))
+		assert.Assert(t, c.Wake.Emptied <= emptiedMax(c),
+			"%d wake-ups scheduled the qdisc after defer_list emptied, want ≤ %d (a quarter of the %d declined): %v",
+			c.Wake.Emptied, emptiedMax(c), c.declined(), c)
+		observe.Shows(t, feature.Seed003, fmt.Sprintf("%d calls of __netif_schedule() found q->defer_list holding a frame "+
+			"and SCHED clear and returned early, none scheduled the qdisc over it", c.declined()))
 	case c.declined() == 0:
-		observe.Absent(t, feature.Seed003, fmt.Sprintf("all %d calls of __netif_schedule() that found q->defer_list holding a frame throughout and SCHED clear scheduled the qdisc (%d of the lock holder, %d wake-ups), none returned early", c.over(), c.Locked.Over, c.Wake.Over))
+		observe.Absent(t, feature.Seed003, fmt.Sprintf("all %d calls of __netif_schedule() that found q->defer_list "+
+			"holding a frame throughout and SCHED clear scheduled the qdisc (%d of the lock holder, %d wake-ups), "+
+			"none returned early", c.over(), c.Locked.Over, c.Wake.Over))
 	default:
-		t.Fatalf("the fast path was taken in %d and not in %d calls of __netif_schedule() that found q->defer_list holding a frame and SCHED clear: seed 003 half there; %v", c.declined(), c.over(), c)
+		t.Fatalf("the fast path was taken in %d and not in %d calls of __netif_schedule() that found q->defer_list "+
+			"holding a frame and SCHED clear: seed 003 half there; %v", c.declined(), c.over(), c)
 	}
 }
 

@@ -40,7 +40,8 @@ func attachFastPath(ifindex int) (*fastPathTracer, error) {
 	}
 	tr := &fastPathTracer{}
 	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
-		return nil, fmt.Errorf("load bpf/fastpath.c (fentry/fexit on __netif_schedule and netif_tx_wake_queue, tp_btf/softirq_raise; needs BTF): %w", err)
+		return nil, fmt.Errorf("load bpf/fastpath.c (fentry/fexit on __netif_schedule and netif_tx_wake_queue, "+
+			"tp_btf/softirq_raise; needs BTF): %w", err)
 	}
 	p := tr.objs.fastpathPrograms
 	for _, prog := range []*ebpf.Program{p.ScheduleEnter, p.ScheduleExit, p.WakeEnter, p.WakeExit, p.NetTxRaise} {
@@ -75,7 +76,8 @@ func (k *callClass) add(o callClass) {
 }
 
 func (k callClass) String() string {
-	return fmt.Sprintf("%d calls, %d with defer_list holding a frame and SCHED clear: %d declined, %d scheduled over the list, %d scheduled after it emptied, %d contested",
+	return fmt.Sprintf("%d calls, %d with defer_list holding a frame and SCHED clear: "+
+		"%d declined, %d scheduled over the list, %d scheduled after it emptied, %d contested",
 		k.Calls, k.Candidates, k.Declined, k.Over, k.Emptied, k.Contested)
 }
 

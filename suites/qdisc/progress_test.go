@@ -50,7 +50,8 @@ func TestProgress(t *testing.T) {
 					select {
 					case <-l.done:
 						_, err := l.wait()
-						t.Fatalf("the senders stopped after %v of %v (hard stop %v): %v", time.Since(start), progressWatch, progressHardStop, err)
+						t.Fatalf("the senders stopped after %v of %v (hard stop %v): %v",
+							time.Since(start), progressWatch, progressHardStop, err)
 					case <-tick.C:
 					}
 					got, err := r.delivered(l.lo, l.hi)
@@ -70,13 +71,15 @@ func TestProgress(t *testing.T) {
 						l.stop()
 						s, err := r.account(l.handed.Load(), l.lo, l.hi, base)
 						assert.NilError(t, err)
-						t.Fatalf("no frame delivered for %v after %v of load: delivered stuck at %d; state: %v", gap.Round(time.Millisecond), grew.Sub(start).Round(time.Millisecond), got, s)
+						t.Fatalf("no frame delivered for %v after %v of load: delivered stuck at %d; state: %v",
+							gap.Round(time.Millisecond), grew.Sub(start).Round(time.Millisecond), got, s)
 					}
 				}
 				margin.Note(progressStall, worst, false)
 				_, err = l.stop()
 				assert.NilError(t, err)
-				t.Logf("delivery never stood still for %v in %v (longest %v); %d frames delivered", progressStall, time.Since(start).Round(time.Millisecond), worst.Round(time.Millisecond), prev)
+				t.Logf("delivery never stood still for %v in %v (longest %v); %d frames delivered",
+					progressStall, time.Since(start).Round(time.Millisecond), worst.Round(time.Millisecond), prev)
 			})
 		}
 	}
