@@ -4,25 +4,34 @@
 // without raising NET_TX_SOFTIRQ. The risk of such a change is a lost
 // wake-up: a frame left in a qdisc that nobody runs.
 //
-// The rigs (rig_test.go) put a locked root qdisc (pfifo, fq_codel) on a
-// device that stops and wakes its queue: a veth whose peer drains with XDP
-// from a threaded NAPI poll, and a tap with IFF_BACKPRESSURE (seed 000)
-// and a reader. N sender threads contend for the qdisc (load_test.go); a
-// test's kernel splat fails it (internal/guest/kmsg).
+// TestFastPath observes the seed: the calls of __netif_schedule() that
+// found defer_list holding a frame returned early (present), all scheduled
+// the qdisc (absent), or a mix (BROKEN); TestDeferList finds the member in
+// BTF. TestNoStrandedPackets, TestProgress and TestReactivate hold every
+// kernel, seed or not, to what the seed must keep: no frame stranded,
+// delivery never standing still. TestBurstDropsCounted asks that frames
+// dropped on defer_list's burst limit show in a counter
+// (docs/findings/qdisc-burst-drop.md). N senders contend for a locked root
+// qdisc (pfifo, fq_codel) on a device that stops and wakes its queue; every
+// ledger is exact, and a kernel splat fails the test. What each kernel must
+// show is in kernels/expectations.
 //
-//   - TestDeferList (probe_test.go): struct Qdisc has defer_list in BTF; a
-//     kernel without it cannot have the seed.
-//   - TestFastPath (fastpath_test.go, bpf/fastpath.c): the calls of
-//     __netif_schedule() that found defer_list holding a frame returned
-//     early (present), all scheduled the qdisc (absent), or a mix (BROKEN).
-//   - TestNoStrandedPackets, TestProgress, TestReactivate: no frame is
-//     stranded and delivery never stands still, with or without the seed.
-//   - TestBurstDropsCounted: frames dropped on defer_list's burst limit
-//     show in a counter (docs/findings/qdisc-burst-drop.md).
+// # Files
 //
-// Every ledger is sent = delivered + device drops + qdisc drops + backlog +
-// the burst drops only kfree_skb sees (rig_test.go, account). Benchmarks
-// (bench_test.go) report the NET_TX raises the seed saves; nothing there is
-// asserted but the ledger. What each kernel must show is in
-// kernels/expectations.
+//   - bench_test.go: benchmarks: the NET_TX raises the seed saves, and the cost of tap backpressure
+//   - bpf_test.go: small programs in asm: the XDP stream counter, NET_TX raise and __netif_schedule() counters
+//   - burst_test.go: TestBurstDropsCounted: frames dropped on defer_list's burst limit show in a counter
+//   - fastpath_test.go: TestFastPath, the seed itself, and its verdict
+//   - fastpath_trace_test.go: the tracer of bpf/fastpath.c: attach, and its counts summed over CPUs
+//   - fifo_test.go: a root bfifo with a byte limit, requested by hand
+//   - gen.go: the go:generate line that compiles bpf/fastpath.c with bpf2go
+//   - load_test.go: the load: N sender threads, each with its own socket and stream
+//   - main_test.go: TestMain: leaked file descriptors or links fail the binary
+//   - nostall_test.go: TestNoStrandedPackets: once the senders stop, the qdisc empties and the ledger balances
+//   - probe_test.go: TestDeferList and its probe: struct Qdisc has defer_list in the kernel's BTF
+//   - progress_test.go: TestProgress: delivery never stands still under load
+//   - reactivate_test.go: TestReactivate: link down/up and qdisc replace under load
+//   - rig_test.go: the rigs (veth drained by XDP, tap with IFF_BACKPRESSURE and a reader), their counters and ledger
+//   - softirqs_test.go: NET_TX softirq runs, read from /proc/softirqs
+//   - sysctl_test.go: a sysctl set for one test and restored after it
 package qdisc
