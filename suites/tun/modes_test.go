@@ -76,7 +76,7 @@ func (rig *tapRig) reader(t testing.TB, unwrap unwrapFunc) (queueReader, *traffi
 		r := traffic.NewReader(rig.dev.File)
 		return r, r
 	}
-	er := newEntryReader(t, rig.dev.File, unwrap)
+	er := newEntryReader(rig.dev.File, unwrap)
 	return er, er.r
 }
 

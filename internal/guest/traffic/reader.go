@@ -52,7 +52,8 @@ func (s *Stream) String() string {
 
 // NewReader reads from f. Read and Drain need a file that honours read
 // deadlines (tuntap.Open's); ReadToEnd needs a blocking one
-// (tuntap.OpenBlocking's).
+// (tuntap.OpenBlocking's). With a nil f the Reader only follows the frames
+// given to Record (its reads fail with os.ErrInvalid).
 func NewReader(f *os.File) *Reader {
 	return &Reader{f: f, buf: make([]byte, 65536), Streams: map[uint32]*Stream{}}
 }
@@ -72,7 +73,7 @@ func (r *Reader) Read(n int, wait time.Duration) (int, error) {
 		if err != nil {
 			return i, err
 		}
-		if err := r.record(r.buf[:m]); err != nil {
+		if err := r.Record(r.buf[:m]); err != nil {
 			return i, err
 		}
 	}
@@ -106,8 +107,13 @@ func (r *Reader) Seen() map[uint32]uint64 {
 	return seen
 }
 
-func (r *Reader) record(b []byte) error {
-	stream, seq, err := Parse(b)
+// Record checks that frame is ours and follows its stream, as Read does
+// for each frame it reads. It is for a caller that reads the queue itself,
+// where one read carries more than a frame (tun's packet information, a
+// virtio-net header, a TCP segment of several frames). A frame that is not
+// ours is ErrNotOurs and is not counted.
+func (r *Reader) Record(frame []byte) error {
+	stream, seq, err := Parse(frame)
 	if err != nil {
 		return err
 	}

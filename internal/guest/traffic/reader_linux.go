@@ -29,7 +29,7 @@ func (r *Reader) ReadNow() (int, error) {
 	if rerr != nil {
 		return 0, fmt.Errorf("read %s: %w", r.f.Name(), rerr)
 	}
-	return 1, r.record(r.buf[:m])
+	return 1, r.Record(r.buf[:m])
 }
 
 // ReadToEnd reads frames as they come until it reads a frame of stream

@@ -116,3 +116,20 @@ func TestReadNow(t *testing.T) {
 	assert.Equal(t, got, 1)
 	assert.DeepEqual(t, *r.Streams[4], Stream{Frames: 1, First: 6, Last: 6, InOrder: 1})
 }
+
+func TestRecord(t *testing.T) {
+	r := NewReader(nil)
+	for _, seq := range []uint64{3, 4, 6, 6, 5} {
+		assert.NilError(t, r.Record(Frame(SourceMAC(2), 2, seq)))
+	}
+	notOurs := Frame(SourceMAC(2), 2, 7)
+	notOurs[14] ^= 1
+	assert.ErrorIs(t, r.Record(notOurs), ErrNotOurs)
+	assert.ErrorIs(t, r.Record(notOurs[:29]), ErrNotOurs)
+	assert.Equal(t, r.Total(), uint64(5), "a frame that is not ours is not counted")
+	assert.DeepEqual(t, *r.Streams[2], Stream{Frames: 5, First: 3, Last: 6, InOrder: 3, Skipped: 1, Repeated: 1, Late: 1,
+		Disorder: "frame 6 again right after itself (frame 4 of the stream read)"})
+
+	_, err := r.Read(1, time.Millisecond)
+	assert.ErrorIs(t, err, os.ErrInvalid, "a Reader of no file reads nothing")
+}
