@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
