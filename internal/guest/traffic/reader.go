@@ -47,7 +47,8 @@ type Stream struct {
 }
 
 func (s *Stream) String() string {
-	return fmt.Sprintf("first %d last %d: %d in order, %d skipped, %d repeated, %d late", s.First, s.Last, s.InOrder, s.Skipped, s.Repeated, s.Late)
+	return fmt.Sprintf("first %d last %d: %d in order, %d skipped, %d repeated, %d late",
+		s.First, s.Last, s.InOrder, s.Skipped, s.Repeated, s.Late)
 }
 
 // NewReader reads from f. Read and Drain need a file that honours read

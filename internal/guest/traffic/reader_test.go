@@ -60,8 +60,10 @@ func TestReaderFindsDisorder(t *testing.T) {
 		Disorder: "frame 1 again right after itself (frame 3 of the stream read)"})
 	assert.DeepEqual(t, *r.Streams[2], Stream{Frames: 4, First: 0, Last: 4, InOrder: 3, Skipped: 2, Late: 1,
 		Disorder: "frame 2 after frame 3 (frame 3 of the stream read)"})
-	assert.ErrorContains(t, r.InOrder(), "stream 1: first 0 last 2: 3 in order, 0 skipped, 1 repeated, 0 late; first: frame 1 again")
-	assert.ErrorContains(t, r.InOrder(), "stream 2: first 0 last 4: 3 in order, 2 skipped, 0 repeated, 1 late; first: frame 2 after frame 3")
+	assert.ErrorContains(t, r.InOrder(),
+		"stream 1: first 0 last 2: 3 in order, 0 skipped, 1 repeated, 0 late; first: frame 1 again")
+	assert.ErrorContains(t, r.InOrder(),
+		"stream 2: first 0 last 4: 3 in order, 2 skipped, 0 repeated, 1 late; first: frame 2 after frame 3")
 }
 
 func TestReadToEnd(t *testing.T) {

@@ -172,7 +172,8 @@ func (s *Sender) Send(n int) (Result, error) {
 		s.next++
 		n--
 		if err := s.deviceState(); err != nil {
-			return r, fmt.Errorf("sendmmsg ifindex %d, frame %d of stream %d (device state after a short sendmmsg): %w", s.ifindex, s.next-1, s.stream, err)
+			return r, fmt.Errorf("sendmmsg ifindex %d, frame %d of stream %d (device state after a short sendmmsg): %w",
+				s.ifindex, s.next-1, s.stream, err)
 		}
 		r.Refused++
 	}
@@ -185,10 +186,12 @@ func (s *Sender) Send(n int) (Result, error) {
 // that takes tens of microseconds (docs/findings/tap-benchmark-reader.md).
 func (s *Sender) sendmmsg(m int) (uintptr, unix.Errno) {
 	if s.nowait {
-		k, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(m), unix.MSG_DONTWAIT, 0, 0)
+		k, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG,
+			uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(m), unix.MSG_DONTWAIT, 0, 0)
 		return k, errno
 	}
-	k, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(m), 0, 0, 0)
+	k, _, errno := unix.Syscall6(unix.SYS_SENDMMSG,
+		uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(m), 0, 0, 0)
 	return k, errno
 }
 

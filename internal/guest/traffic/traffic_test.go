@@ -81,7 +81,8 @@ func TestSenderToTap(t *testing.T) {
 			missing, err := r.Missing(1, 0, n)
 			assert.NilError(t, err)
 			assert.Check(t, is.Equal(missing, st.TxDropped), "frames missing from the stream are tun's drops; %v", a)
-			assert.Check(t, is.DeepEqual(*r.Streams[1], Stream{Frames: ring, First: 0, Last: ring - 1, InOrder: ring}), "the ring holds the first %d frames", ring)
+			want := Stream{Frames: ring, First: 0, Last: ring - 1, InOrder: ring}
+			assert.Check(t, is.DeepEqual(*r.Streams[1], want), "the ring holds the first %d frames", ring)
 		})
 	}
 }

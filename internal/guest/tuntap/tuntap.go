@@ -109,7 +109,8 @@ func (h VnetHdr) String() string {
 // and the packet.
 func ParseVnetHdr(b []byte, size int) (VnetHdr, []byte, error) {
 	if size < VnetHdrLen || len(b) < size {
-		return VnetHdr{}, nil, fmt.Errorf("virtio_net_hdr: %d bytes, want at least %d (header size %d)", len(b), max(size, VnetHdrLen), size)
+		return VnetHdr{}, nil, fmt.Errorf("virtio_net_hdr: %d bytes, want at least %d (header size %d)",
+			len(b), max(size, VnetHdrLen), size)
 	}
 	le := binary.LittleEndian
 	h := VnetHdr{

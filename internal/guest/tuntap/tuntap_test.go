@@ -81,7 +81,10 @@ func TestProbeBackpressureAgreesWithTUNGETIFF(t *testing.T) {
 }
 
 func TestVnetHdrRoundTrip(t *testing.T) {
-	h := VnetHdr{Flags: VnetHdrFNeedsCsum, GSOType: VnetHdrGSOTCPv4, HdrLen: 54, GSOSize: 60, CsumStart: 34, CsumOffset: 16}
+	h := VnetHdr{
+		Flags: VnetHdrFNeedsCsum, GSOType: VnetHdrGSOTCPv4,
+		HdrLen: 54, GSOSize: 60, CsumStart: 34, CsumOffset: 16,
+	}
 	b := h.Append(nil)
 	assert.Check(t, is.DeepEqual(b, []byte{1, 1, 54, 0, 60, 0, 34, 0, 16, 0}))
 	got, rest, err := ParseVnetHdr(append(b, 0xaa), VnetHdrLen)

@@ -95,7 +95,14 @@ func newRing(l Layout, mem, bufs []byte, bufSize int, bufAddr uint64) (*Ring, er
 	if len(mem) < l.memSize() || len(bufs) < l.Num*bufSize {
 		return nil, fmt.Errorf("vhost: ring needs %d+%d bytes, have %d+%d", l.memSize(), l.Num*bufSize, len(mem), len(bufs))
 	}
-	r := &Ring{Layout: l, mem: mem[:l.memSize()], bufs: bufs[:l.Num*bufSize], bufSize: bufSize, bufAddr: bufAddr, posted: make([]bool, l.Num)}
+	r := &Ring{
+		Layout:  l,
+		mem:     mem[:l.memSize()],
+		bufs:    bufs[:l.Num*bufSize],
+		bufSize: bufSize,
+		bufAddr: bufAddr,
+		posted:  make([]bool, l.Num),
+	}
 	for id := l.Num - 1; id >= 0; id-- {
 		r.free = append(r.free, uint16(id))
 	}
@@ -249,7 +256,8 @@ func (r *Ring) Collect(fn func(data []byte)) (int, error) {
 		id := binary.LittleEndian.Uint32(e[0:])
 		length := binary.LittleEndian.Uint32(e[4:])
 		if id >= uint32(r.Num) || !r.posted[id] || int(length) > r.bufSize {
-			return n, fmt.Errorf("vhost: used entry %d has id %d len %d, not a posted buffer (queue size %d, buffer %d bytes)", r.last, id, length, r.Num, r.bufSize)
+			return n, fmt.Errorf("vhost: used entry %d has id %d len %d, not a posted buffer (queue size %d, buffer %d bytes)",
+				r.last, id, length, r.Num, r.bufSize)
 		}
 		if fn != nil {
 			off := int(id) * r.bufSize

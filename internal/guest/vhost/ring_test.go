@@ -185,7 +185,8 @@ func TestRingIndirect(t *testing.T) {
 		Flags, Next uint16
 	}
 	read := func(b []byte) desc {
-		return desc{binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint32(b[8:]), binary.LittleEndian.Uint16(b[12:]), binary.LittleEndian.Uint16(b[14:])}
+		le := binary.LittleEndian
+		return desc{le.Uint64(b), le.Uint32(b[8:]), le.Uint16(b[12:]), le.Uint16(b[14:])}
 	}
 	for i, want := range []struct {
 		flags uint16

@@ -87,11 +87,13 @@ const minMrgBufSize = HdrLen + 1
 // layout checks the configuration and lays out its ring.
 func (c Config) layout() (Layout, error) {
 	if extra := c.Features &^ optionalFeatures; extra != 0 {
-		return Layout{}, fmt.Errorf("vhost: features %#x are not among those the guest implements (%#x)", extra, optionalFeatures)
+		return Layout{}, fmt.Errorf("vhost: features %#x are not among those the guest implements (%#x)",
+			extra, optionalFeatures)
 	}
 	switch {
 	case c.Features&FeatureMrgRxBuf != 0 && c.BufSize < minMrgBufSize:
-		return Layout{}, fmt.Errorf("vhost: buffer size %d is below %d (header and a byte of frame)", c.BufSize, minMrgBufSize)
+		return Layout{}, fmt.Errorf("vhost: buffer size %d is below %d (header and a byte of frame)",
+			c.BufSize, minMrgBufSize)
 	case c.Features&FeatureMrgRxBuf == 0 && c.BufSize < minBufSize:
 		return Layout{}, fmt.Errorf("vhost: buffer size %d is below %d (header and a minimal frame)", c.BufSize, minBufSize)
 	case c.Features&FeatureEventIdx != 0 && c.QueueSize < 2:

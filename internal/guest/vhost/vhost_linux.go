@@ -101,7 +101,8 @@ func (n *Net) setupMemory(l Layout, bufSize int, features uint64) error {
 		tablesSize = alignUp(l.Num*indirectSize, ringAlign)
 	}
 	size := 2*ringSize + 2*bufsSize + 2*tablesSize
-	region, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	region, err := unix.Mmap(-1, 0, size,
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return fmt.Errorf("mmap %d bytes for the guest memory: %w", size, err)
 	}
