@@ -67,7 +67,10 @@ func detachOther(t *testing.T, m *mqTap) moved {
 	a, b := m.q[0], m.q[1]
 	counters.Bounded(t, waitLimit, "TUNSETQUEUE IFF_DETACH_QUEUE on file A (index 0)", a.Detach)
 	counters.Bounded(t, waitLimit, "TUNSETQUEUE IFF_ATTACH_QUEUE on file A", a.Attach)
-	return moved{at0: b, at1: a, ring0: m.opts.ring, why: "txq 1's backlog, its qdisc reset as A's detach left one real queue"}
+	return moved{
+		at0: b, at1: a, ring0: m.opts.ring,
+		why: "txq 1's backlog, its qdisc reset as A's detach left one real queue",
+	}
 }
 
 // detachSelf detaches B, the last queue: its own index is left to itself,
@@ -77,7 +80,10 @@ func detachSelf(t *testing.T, m *mqTap) moved {
 	b := m.q[1]
 	counters.Bounded(t, waitLimit, "TUNSETQUEUE IFF_DETACH_QUEUE on file B (index 1)", b.Detach)
 	counters.Bounded(t, waitLimit, "TUNSETQUEUE IFF_ATTACH_QUEUE on file B", b.Attach)
-	return moved{at0: m.q[0], at1: b, tunMay: attachHeld, why: "B's ring purged at its detach, and what of txq 1's backlog its qdisc reset rather than feed to tun"}
+	return moved{
+		at0: m.q[0], at1: b, tunMay: attachHeld,
+		why: "B's ring purged at its detach, and what of txq 1's backlog its qdisc reset rather than feed to tun",
+	}
 }
 
 // setIFF makes the tap persistent and closes A, then B (txq 1 still
@@ -92,7 +98,10 @@ func setIFF(t *testing.T, m *mqTap) moved {
 	at0, at1 := m.open(t, flags, true), m.open(t, flags, true)
 	t.Cleanup(func() { at0.SetPersist(false) })
 	m.waitOperUp(t)
-	return moved{at0: at0, at1: at1, why: "B's ring purged as it closed, and txq 1's backlog, its qdisc reset as A's close left one real queue"}
+	return moved{
+		at0: at0, at1: at1,
+		why: "B's ring purged as it closed, and txq 1's backlog, its qdisc reset as A's close left one real queue",
+	}
 }
 
 // attachWake stops txq 1 behind B's full ring, lets move move the files,
@@ -112,7 +121,11 @@ func attachWake(t *testing.T, move func(*testing.T, *mqTap) moved) {
 
 	mv := move(t, m)
 	gone := uint64(n - mv.ring0)
-	freed.WaitFor(t, gone, waitLimit, counters.Accounting{Sent: res.Handed(), InDevice: uint64(mv.ring0), Uncounted: gone, UncountedWhy: mv.why + ", or dropped by tun"})
+	freed.WaitFor(t, gone, waitLimit, counters.Accounting{
+		Sent:      res.Handed(),
+		InDevice:  uint64(mv.ring0),
+		Uncounted: gone, UncountedWhy: mv.why + ", or dropped by tun",
+	})
 	qs := m.waitQueues(t, "txq 1's backlog gone", func(qs queueState) bool { return qs.Q.Qlen == 0 })
 	l := account(res.Handed(), 0, qs.state, mv.ring0)
 	l.Uncounted, l.UncountedWhy = gone-l.DeviceDrops, mv.why
@@ -120,10 +133,11 @@ func attachWake(t *testing.T, move func(*testing.T, *mqTap) moved) {
 
 	res2 := send(t, s, attachSent)
 	_, err := counters.WaitFor(t.Context(), waitLimit, m.queueState, backlogs(0, 0, int(l.DeviceDrops)))
-	assert.NilError(t, err, "txq 1 stalled: still stopped with the %d frames sent after the move in its qdisc, the file at index 1 having nothing to read that could wake it", attachSent)
+	assert.NilError(t, err, "txq 1 stalled: still stopped with the %d frames sent after the move in its qdisc", attachSent)
 	r0, r1 := traffic.NewReader(mv.at0.File), traffic.NewReader(mv.at1.File)
 	readExactly(t, r1, attachSent)
-	observe.Shows(t, feature.Seed000Tun, fmt.Sprintf("txq 1, stopped behind a full ring, woke for the file that came to index 1: %d frames reached it", attachSent))
+	observe.Shows(t, feature.Seed000Tun, fmt.Sprintf(
+		"txq 1, stopped behind a full ring, woke for the file that came to index 1: %d frames reached it", attachSent))
 
 	readExactly(t, r0, mv.ring0)
 	extra := drain(t, r0) + drain(t, r1)
@@ -134,6 +148,7 @@ func attachWake(t *testing.T, move func(*testing.T, *mqTap) moved) {
 	assert.Check(t, is.Equal(extra, 0), "%v", l2)
 	checkStreams(t, l2, sentBy(s), r0, r1)
 	checkFirst(t, r0, 1, mv.ring0)
-	assert.Check(t, readSpan(r1, 1, n, attachSent), "the file at index 1: want frames %d-%d, read %v", n, n+attachSent-1, r1.Streams[1])
+	assert.Check(t, readSpan(r1, 1, n, attachSent),
+		"the file at index 1: want frames %d-%d, read %v", n, n+attachSent-1, r1.Streams[1])
 	freed.WaitFor(t, gone, waitLimit, l2)
 }

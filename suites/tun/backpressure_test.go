@@ -40,7 +40,8 @@ func TestBackpressure(t *testing.T) {
 			assert.Check(t, is.Equal(fx.st.Link.TxDropped, uint64(0)), "tun drops; %v", l)
 			assert.Check(t, is.Equal(fx.st.Q.Drops, uint64(tc.want.qdiscDrops)), "qdisc drops; %v", l)
 			assert.Check(t, is.Equal(fx.res.Refused, uint64(tc.want.qdiscDrops)), "sendto ENOBUFS are the qdisc's drops; %v", l)
-			observe.Shows(t, feature.Seed000Tun, fmt.Sprintf("the full ring of %d stopped the queue: the qdisc held %d, tun dropped none", o.ring, fx.st.Q.Qlen))
+			observe.Shows(t, feature.Seed000Tun, fmt.Sprintf(
+				"the full ring of %d stopped the queue: the qdisc held %d, tun dropped none", o.ring, fx.st.Q.Qlen))
 
 			r := traffic.NewReader(fx.dev.File)
 			l, st := fx.readBack(t, r, r, 0)
@@ -73,11 +74,13 @@ func TestWakeHysteresis(t *testing.T) {
 			readExactly(t, r, half-1)
 			fx.holdState(t, fmt.Sprintf("no wake after %d reads (< R/2)", half-1), backlog(fx.fate.backlog))
 			readExactly(t, r, 1)
-			fx.waitState(t, fmt.Sprintf("the R/2-th read wakes the queue and %d frames move into the ring", half), backlog(fx.fate.backlog-half))
+			woke := fmt.Sprintf("the R/2-th read wakes the queue and %d frames move into the ring", half)
+			fx.waitState(t, woke, backlog(fx.fate.backlog-half))
 			st := fx.holdState(t, "the refilled ring stops the queue again", backlog(fx.fate.backlog-half))
 			l := account(fx.res.Handed(), half, st, ring)
 			assert.Assert(t, l.Balanced(), "%v", l)
-			observe.Shows(t, feature.Seed000Tun, fmt.Sprintf("ring %d: the %d-th read woke the queue, not one before", ring, half))
+			observe.Shows(t, feature.Seed000Tun,
+				fmt.Sprintf("ring %d: the %d-th read woke the queue, not one before", ring, half))
 
 			// The rest through repeated stops and wakes.
 			fx.readBack(t, r, r, half)

@@ -116,7 +116,12 @@ func newBenchRig(b *testing.B, threads int, o tapOpts) *benchRig {
 // ledger is the run's accounting: total frames handed, against the
 // frames read and the drops since the rig was built.
 func (br *benchRig) ledger(total uint64, s sample) counters.Accounting {
-	return dropmon.BookBurst(counters.Accounting{Sent: total, Received: br.r.Total(), DeviceDrops: s.Link.TxDropped - br.base.Link.TxDropped, QdiscDrops: s.Q.Drops - br.base.Q.Drops}, s.burst)
+	return dropmon.BookBurst(counters.Accounting{
+		Sent:        total,
+		Received:    br.r.Total(),
+		DeviceDrops: s.Link.TxDropped - br.base.Link.TxDropped,
+		QdiscDrops:  s.Q.Drops - br.base.Q.Drops,
+	}, s.burst)
 }
 
 // startReader reads, on its CPU, until a frame of the end stream.
@@ -201,7 +206,8 @@ func (run benchRun) report(b *testing.B, l counters.Accounting, qdisc string) {
 	b.ReportMetric(float64(l.DeviceDrops)/secs, "tun_lost/s")
 	b.ReportMetric(float64(qdiscLost)/secs, "qdisc_lost/s")
 	b.ReportMetric(float64(run.total)/run.cpu.Seconds(), "tx/cpu_s")
-	b.Logf("qdisc %s, %d sent in %v, %d read, %d dropped by tun, %d by the qdisc in %v; %v of CPU", qdisc, run.total, run.sending, l.Received, l.DeviceDrops, qdiscLost, run.elapsed, run.cpu)
+	b.Logf("qdisc %s, %d sent in %v, %d read, %d dropped by tun, %d by the qdisc in %v; %v of CPU",
+		qdisc, run.total, run.sending, l.Received, l.DeviceDrops, qdiscLost, run.elapsed, run.cpu)
 }
 
 // cpuTime is the CPU time (user and system) of the whole process so far.

@@ -26,9 +26,11 @@ func TestProbe(t *testing.T) {
 	rig := newTap(t, tapOpts{ring: 16, limit: 16, flags: tuntap.IFFBackpressure, loose: true})
 	flags, err := rig.dev.Flags()
 	assert.NilError(t, err)
-	t.Logf("TUNGETFEATURES=%#x; TUNGETIFF flags after TUNSETIFF with 0x80: %#x; IFF_BACKPRESSURE probe: %v", features, flags, probe)
+	t.Logf("TUNGETFEATURES=%#x; TUNGETIFF flags after TUNSETIFF with 0x80: %#x; IFF_BACKPRESSURE probe: %v",
+		features, flags, probe)
 	kept := flags&tuntap.IFFBackpressure != 0
-	assert.Check(t, is.Equal(kept, probe == nil), "TUNGETFEATURES %#x, TUNGETIFF flags after TUNSETIFF with 0x80: %#x", features, flags)
+	assert.Check(t, is.Equal(kept, probe == nil),
+		"TUNGETFEATURES %#x, TUNGETIFF flags after TUNSETIFF with 0x80: %#x", features, flags)
 	observe.Require(t, probe)
 }
 
@@ -115,9 +117,11 @@ func (c classified) why() string {
 	}
 	switch c.outcome() {
 	case "stopped":
-		return fmt.Sprintf("%s, pfifo: the queue stopped at txqueuelen %d, the qdisc held the rest, every frame read in order", flag, c.ring)
+		return fmt.Sprintf("%s, pfifo: the queue stopped at txqueuelen %d, the qdisc held the rest, "+
+			"every frame read in order", flag, c.ring)
 	case "stock":
-		return fmt.Sprintf("%s, pfifo: the ring filled at txqueuelen %d, tun tx_dropped grew by %d of %d sent, the qdisc held and dropped none (the queue never stopped), the reader got frames 0-%d",
+		return fmt.Sprintf("%s, pfifo: the ring filled at txqueuelen %d, tun tx_dropped grew by %d of %d sent, "+
+			"the qdisc held and dropped none (the queue never stopped), the reader got frames 0-%d",
 			flag, c.ring, c.n-c.ring, c.n, c.ring-1)
 	}
 	return fmt.Sprintf("%s, pfifo: neither a stopped queue nor the old tail-drop: %v", flag, c)
@@ -151,7 +155,8 @@ func (c classified) stock() bool {
 }
 
 func (c classified) String() string {
-	return fmt.Sprintf("TUNGETIFF flags %#x; %d sent (refused %d, ENETDOWN %d), settled at %v; then read %d (%v); ledger after reading: %v",
+	return fmt.Sprintf("TUNGETIFF flags %#x; %d sent (refused %d, ENETDOWN %d), settled at %v; "+
+		"then read %d (%v); ledger after reading: %v",
 		c.flags, c.n, c.res.Refused, c.enetdown, c.st, c.read, c.r.Streams[1], c.afterRead)
 }
 

@@ -73,7 +73,8 @@ func (s *gsoSender) Send(n int) (traffic.Result, error) {
 		case errors.Is(err, unix.ENOBUFS):
 			r.Refused++
 		case err != nil:
-			return r, fmt.Errorf("send GSO packet ifindex %d, frames %d-%d of stream %d: %w", s.ifindex, s.next-uint64(s.k), s.next-1, s.stream, err)
+			return r, fmt.Errorf("send GSO packet ifindex %d, frames %d-%d of stream %d: %w",
+				s.ifindex, s.next-uint64(s.k), s.next-1, s.stream, err)
 		default:
 			r.Sent++
 		}
@@ -156,12 +157,15 @@ func unwrapTCP(tso bool) unwrapFunc {
 			return nil, err
 		}
 		if tso && (h.GSOType != tuntap.VnetHdrGSOTCPv4 || h.GSOSize != traffic.FrameLen) {
-			return nil, fmt.Errorf("virtio_net_hdr %v, want gso_type TCPV4 with gso_size %d: a whole packet", h, traffic.FrameLen)
+			return nil, fmt.Errorf("virtio_net_hdr %v, want gso_type TCPV4 with gso_size %d: a whole packet",
+				h, traffic.FrameLen)
 		}
 		if !tso && h.GSOType != tuntap.VnetHdrGSONone {
 			return nil, fmt.Errorf("virtio_net_hdr %v: a packet still to be segmented reached a tap that does not take them", h)
 		}
-		if len(pkt) < hdrsLen || binary.BigEndian.Uint16(pkt[12:14]) != unix.ETH_P_IP || pkt[ethLen]>>4 != 4 || pkt[ethLen+9] != unix.IPPROTO_TCP {
+		tcpIPv4 := len(pkt) >= hdrsLen && binary.BigEndian.Uint16(pkt[12:14]) == unix.ETH_P_IP &&
+			pkt[ethLen]>>4 == 4 && pkt[ethLen+9] == unix.IPPROTO_TCP
+		if !tcpIPv4 {
 			return nil, fmt.Errorf("not a TCP/IPv4 packet (%d bytes, virtio_net_hdr %v)", len(pkt), h)
 		}
 		tcp := ethLen + int(pkt[ethLen]&0xf)*4
@@ -170,7 +174,8 @@ func unwrapTCP(tso bool) unwrapFunc {
 		}
 		payload := pkt[tcp+int(pkt[tcp+12]>>4)*4:]
 		if len(payload) == 0 || len(payload)%traffic.FrameLen != 0 || !tso && len(payload) != traffic.FrameLen {
-			return nil, fmt.Errorf("TCP payload of %d bytes (virtio_net_hdr %v): want one frame of %d per segment", len(payload), h, traffic.FrameLen)
+			return nil, fmt.Errorf("TCP payload of %d bytes (virtio_net_hdr %v): want one frame of %d per segment",
+				len(payload), h, traffic.FrameLen)
 		}
 		var frames [][]byte
 		for len(payload) > 0 {

@@ -78,7 +78,9 @@ func (rig *tapRig) reached(t testing.TB, base state, n int) state {
 	assert.NilError(t, err, "waiting for %d frames to an idle reader to reach %+v", n, want)
 	if got := seen(base, st, n); got != want {
 		observe.Absent(t, feature.Seed000Tun, fmt.Sprintf(
-			"IFF_BACKPRESSURE kept with a %s root qdisc, yet the queue never stopped: of %d frames to an idle reader the ring took %d and tun dropped %d (tail-drop), the qdisc held and dropped none",
+			"IFF_BACKPRESSURE kept with a %s root qdisc, yet the queue never stopped: "+
+				"of %d frames to an idle reader the ring took %d and tun dropped %d (tail-drop), "+
+				"the qdisc held and dropped none",
 			st.Q.Kind, n, got.ring, got.tunDrops))
 	}
 	return st

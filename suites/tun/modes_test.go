@@ -87,7 +87,8 @@ func unwrapPI(entry []byte) ([][]byte, error) {
 		return nil, err
 	}
 	if pi != (tuntap.PI{Proto: traffic.EtherType}) {
-		return nil, fmt.Errorf("tun_pi flags %#x proto %#x, want flags 0 and the frame's protocol %#x", pi.Flags, pi.Proto, traffic.EtherType)
+		return nil, fmt.Errorf("tun_pi flags %#x proto %#x, want flags 0 and the frame's protocol %#x",
+			pi.Flags, pi.Proto, traffic.EtherType)
 	}
 	return [][]byte{pkt}, nil
 }
@@ -130,7 +131,10 @@ type gsoFate struct {
 func newGSOFate(o tapOpts, packets, k int, tso bool) gsoFate {
 	if tso {
 		f := idleFate(o, packets)
-		g := gsoFate{fate: fate{ring: f.ring * k, backlog: f.backlog * k, qdiscDrops: f.qdiscDrops * k, tunDrops: f.tunDrops * k}, qlen: f.backlog}
+		g := gsoFate{
+			fate: fate{ring: f.ring * k, backlog: f.backlog * k, qdiscDrops: f.qdiscDrops * k, tunDrops: f.tunDrops * k},
+			qlen: f.backlog,
+		}
 		if f.backlog > 0 {
 			g.requeues = 1
 		}
@@ -229,14 +233,19 @@ func (rig *tapRig) gsoReached(t *testing.T, want, stock gsoFate, per int) state 
 	t.Helper()
 	counts := func(g gsoFate) func(state) bool {
 		return func(now state) bool {
-			return now.Q.Qlen == uint64(g.qlen) && now.Q.Requeues == uint64(g.requeues) && now.Link.TxDropped == uint64(g.tunDrops/per)
+			return now.Q.Qlen == uint64(g.qlen) && now.Q.Requeues == uint64(g.requeues) &&
+				now.Link.TxDropped == uint64(g.tunDrops/per)
 		}
 	}
-	st, err := counters.WaitFor(context.Background(), waitLimit, rig.state, func(now state) bool { return counts(want)(now) || counts(stock)(now) })
-	assert.NilError(t, err, "waiting for the ring full: qdisc qlen %d (requeued segments %d), tun drops %d", want.qlen, want.requeues, want.tunDrops/per)
+	either := func(now state) bool { return counts(want)(now) || counts(stock)(now) }
+	st, err := counters.WaitFor(context.Background(), waitLimit, rig.state, either)
+	assert.NilError(t, err, "waiting for the ring full: qdisc qlen %d (requeued segments %d), tun drops %d",
+		want.qlen, want.requeues, want.tunDrops/per)
 	if !counts(want)(st) {
 		observe.Absent(t, feature.Seed000Tun, fmt.Sprintf(
-			"IFF_BACKPRESSURE kept with a %s root qdisc, yet the queue never stopped: of GSO packets to an idle reader tun dropped %d skbs (tail-drop), the qdisc held none", st.Q.Kind, st.Link.TxDropped))
+			"IFF_BACKPRESSURE kept with a %s root qdisc, yet the queue never stopped: "+
+				"of GSO packets to an idle reader tun dropped %d skbs (tail-drop), the qdisc held none",
+			st.Q.Kind, st.Link.TxDropped))
 	}
 	if want.qlen > 0 {
 		st = rig.holdState(t, "stopped queue", counts(want))

@@ -133,7 +133,8 @@ func TestDetachReattach(t *testing.T) {
 			l.Uncounted, l.UncountedWhy = uint64(f.ring), "queue 0's ring purged at detach"
 			assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 			assert.Check(t, is.Equal(extra, 0), "%v", l)
-			assert.Check(t, is.Equal(r1.Seen()[0], uint64(f.backlog+k)), "file 1 (now queue 0) gets txq 0's old backlog and stream 0: %v", r1.Seen())
+			assert.Check(t, is.Equal(r1.Seen()[0], uint64(f.backlog+k)),
+				"file 1 (now queue 0) gets txq 0's old backlog and stream 0: %v", r1.Seen())
 			assert.Check(t, is.Equal(r0.Seen()[1], uint64(k)), "file 0 (now queue 1) gets stream 1: %v", r0.Seen())
 			checkStreams(t, l, sentBy(s0, s1), r0, r1)
 		})

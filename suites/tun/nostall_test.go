@@ -39,7 +39,8 @@ func (rig *tapRig) refill(t *testing.T, s *traffic.Sender, r *traffic.Reader, n 
 	extra := drain(t, r)
 	st := rig.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
 	assert.Check(t, is.Equal(extra, 0), "frames beyond the model's %d; %v", f.held(), st)
-	assert.Check(t, is.Equal(st.Link.TxDropped-base.Link.TxDropped, uint64(f.tunDrops)), "tun drops of %d frames after the event; %v", n, st)
+	assert.Check(t, is.Equal(st.Link.TxDropped-base.Link.TxDropped, uint64(f.tunDrops)),
+		"tun drops of %d frames after the event; %v", n, st)
 	return res.Handed(), f.held()
 }
 
@@ -89,7 +90,8 @@ func txqlenChange(t *testing.T, flags uint16, newRing int) {
 	backlog := fx.fate.backlog - moved - drop
 	assert.NilError(t, fx.e.Handle.LinkSetTxQLen(fx.link(t), newRing))
 	fx.opts.ring = newRing
-	what := fmt.Sprintf("ring resized to %d: %d kept, %d moved in, %d dropped, backlog %d", newRing, kept, moved, drop, backlog)
+	what := fmt.Sprintf("ring resized to %d: %d kept, %d moved in, %d dropped, backlog %d",
+		newRing, kept, moved, drop, backlog)
 	st := fx.waitState(t, what, func(now state) bool {
 		return now.Q.Qlen == uint64(backlog) && now.Link.TxDropped == uint64(fx.fate.tunDrops+drop)
 	})

@@ -66,10 +66,13 @@ func pacedWaits(t *testing.T, o tapOpts) {
 	assert.NilError(t, err)
 	st := rig.blocked(t, p, pacedFrames)
 	t.Logf("the sender waits with the qdisc holding %d frames (sk_sndbuf %d bytes); %v", st.Q.Qlen, sndbuf, st)
-	assert.Check(t, st.Q.Qlen <= uint64(sndbuf/traffic.FrameLen), "qdisc backlog beyond what the send buffer can charge (%d bytes, each frame more than %d); %v", sndbuf, traffic.FrameLen, st)
+	assert.Check(t, st.Q.Qlen <= uint64(sndbuf/traffic.FrameLen),
+		"qdisc backlog beyond what the send buffer can charge (%d bytes, each frame more than %d); %v",
+		sndbuf, traffic.FrameLen, st)
 	assert.Check(t, st.Q.Qlen < uint64(o.limit), "the qdisc filled before the send buffer; %v", st)
 	assert.Check(t, is.Equal(st.Q.Drops+st.Link.TxDropped, uint64(0)), "drops while the sender waits; %v", st)
-	observe.Shows(t, feature.Seed000Tun, fmt.Sprintf("a blocking sender waited behind the stopped queue, %d frames in the qdisc, none dropped", st.Q.Qlen))
+	observe.Shows(t, feature.Seed000Tun, fmt.Sprintf(
+		"a blocking sender waited behind the stopped queue, %d frames in the qdisc, none dropped", st.Q.Qlen))
 
 	r := traffic.NewReader(rig.dev.File)
 	readExactly(t, r, pacedFrames)

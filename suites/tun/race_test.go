@@ -74,7 +74,8 @@ func race(t *testing.T, threads int, flags uint16) {
 		threads, float64(l.Sent)/secs, float64(l.Received)/secs, float64(l.DeviceDrops)/secs, float64(l.QdiscDrops)/secs,
 		100*float64(l.DeviceDrops)/float64(l.Sent), l)
 	if o.backpressure() {
-		assert.Check(t, l.DeviceDrops <= raceTunDrops, "tun drops with backpressure: %d, allowed %d; %v", l.DeviceDrops, raceTunDrops, l)
+		assert.Check(t, l.DeviceDrops <= raceTunDrops,
+			"tun drops with backpressure: %d, allowed %d; %v", l.DeviceDrops, raceTunDrops, l)
 	}
 }
 
@@ -173,8 +174,10 @@ func (rc *racer) watch(t *testing.T, ctx context.Context) (stalls []string) {
 			case got > 0:
 				starved++
 			case st.Q.Qlen > 0:
-				if _, err := counters.WaitFor(context.Background(), waitLimit, rc.state, func(now state) bool { return now.Link.TxPackets > st.Link.TxPackets }); err != nil {
-					stalls = append(stalls, fmt.Sprintf("nothing delivered with the qdisc holding frames over an empty ring (a read of our own found it empty), at %v: %v", st, err))
+				delivered := func(now state) bool { return now.Link.TxPackets > st.Link.TxPackets }
+				if _, err := counters.WaitFor(context.Background(), waitLimit, rc.state, delivered); err != nil {
+					stalls = append(stalls, fmt.Sprintf("nothing delivered with the qdisc holding frames over an empty ring "+
+						"(a read of our own found it empty), at %v: %v", st, err))
 				}
 			}
 		}

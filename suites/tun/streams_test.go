@@ -84,7 +84,8 @@ func checkStreams(t testing.TB, l counters.Accounting, sent map[uint32]span, rea
 	}
 	assert.Check(t, is.Equal(numbered, l.Sent), "frames the senders numbered, against the ledger's sent; %v", l)
 	notReceived := l.DeviceDrops + l.QdiscDrops + l.QdiscBacklog + l.InDevice + l.Uncounted
-	assert.Check(t, is.Equal(missing, notReceived), "frames missing from the streams, against the ledger's drops, queued and uncounted; %v", l)
+	assert.Check(t, is.Equal(missing, notReceived),
+		"frames missing from the streams, against the ledger's drops, queued and uncounted; %v", l)
 }
 
 // readFirst reports whether r read exactly the first n frames of stream
@@ -101,11 +102,13 @@ func readSpan(r *traffic.Reader, stream uint32, first, n int) bool {
 	if n == 0 {
 		return s == nil
 	}
-	return s != nil && *s == traffic.Stream{Frames: uint64(n), First: uint64(first), Last: uint64(first + n - 1), InOrder: uint64(n)}
+	want := traffic.Stream{Frames: uint64(n), First: uint64(first), Last: uint64(first + n - 1), InOrder: uint64(n)}
+	return s != nil && *s == want
 }
 
 // checkFirst asserts readFirst.
 func checkFirst(t testing.TB, r *traffic.Reader, stream uint32, n int) {
 	t.Helper()
-	assert.Check(t, readFirst(r, stream, n), "stream %d: want exactly its first %d frames, read %v", stream, n, r.Streams[stream])
+	assert.Check(t, readFirst(r, stream, n),
+		"stream %d: want exactly its first %d frames, read %v", stream, n, r.Streams[stream])
 }

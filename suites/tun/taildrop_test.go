@@ -50,7 +50,8 @@ func checkTailDrop(t *testing.T, o tapOpts) {
 	assert.Check(t, is.Equal(st.Link.TxDropped, uint64(extra)), "tun tx_dropped; %v", l)
 	assert.Check(t, is.Equal(st.Link.TxPackets, l.Received), "tun counts tx_packets when a frame is read; %v", l)
 	if o.limit == 0 {
-		assert.Check(t, is.Equal(fx.res.Refused, uint64(extra)), "with noqueue sendto reports each tun drop as ENOBUFS; %v", l)
+		assert.Check(t, is.Equal(fx.res.Refused, uint64(extra)),
+			"with noqueue sendto reports each tun drop as ENOBUFS; %v", l)
 	} else {
 		assert.Check(t, is.Equal(fx.res.Refused, uint64(0)), "a qdisc hides tun drops from sendto; %v", l)
 	}
@@ -61,6 +62,7 @@ func checkTailDrop(t *testing.T, o tapOpts) {
 		assert.NilError(t, err)
 		seen, err := w.All()
 		assert.NilError(t, err)
-		assert.Check(t, is.Equal(c, uint64(extra)), "kfree_skb drops with reason FULL_RING (%d) on %s; every reason seen there: %v; %v", reason, tapName, seen, l)
+		assert.Check(t, is.Equal(c, uint64(extra)),
+			"kfree_skb drops with reason FULL_RING (%d) on %s; every reason seen there: %v; %v", reason, tapName, seen, l)
 	})
 }

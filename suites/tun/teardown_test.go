@@ -30,7 +30,9 @@ const teardownBacklog = 24
 //
 //   - CloseQueue/tap, CloseQueue/napi: close the only queue file; the
 //     device goes with it (napi: IFF_NAPI|IFF_NAPI_FRAGS, whose instance
-//     the close disables and deletes).
+//     the close disables and deletes). The close purges the ring and wakes
+//     the queue, which feeds the qdisc's frames to tun: it drops them, no
+//     queue being attached (DEV_READY), or the device frees them as it goes.
 //   - DetachQueue/tap, DetachQueue/napi: detach one of two stopped queues
 //     (TUNSETQUEUE IFF_DETACH_QUEUE); the other takes its place.
 //   - DeleteLink: delete the device over netlink, the queue file open.
@@ -64,7 +66,7 @@ func TestTeardown(t *testing.T) {
 			counters.Rounds(t, e, teardownRounds, waitLimit, func(t *testing.T) {
 				stoppedTap(t, e, v.o, func(rig *tapRig) string {
 					counters.Bounded(t, waitLimit, "close the only queue file", rig.dev.Close)
-					return "the ring purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went"
+					return "the ring purged at close; the qdisc's frames dropped by tun (DEV_READY) or freed with the device"
 				})
 			})
 		})
@@ -85,7 +87,8 @@ func TestTeardown(t *testing.T) {
 				counters.Bounded(t, waitLimit, "RTM_DELLINK "+tapName, func() error { return rig.e.Handle.LinkDel(l) })
 				detachedFile(t, rig.dev)
 				counters.Bounded(t, waitLimit, "close the queue file of the deleted tap", rig.dev.Close)
-				return "the qdisc reset as the device closed (its one requeued frame with QUEUE_PURGE), the ring purged as it unregistered"
+				return "the qdisc reset as the device closed (its one requeued frame with QUEUE_PURGE), " +
+					"the ring purged as it unregistered"
 			})
 		})
 	})
@@ -166,7 +169,8 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 	qs := m.holdQueues(t, "txq 0 stopped behind file 1's full ring", kept)
 	sent := res0.Handed() + res1.Handed()
 	l := account(sent, 0, qs.state, f.ring)
-	l.Uncounted, l.UncountedWhy = uint64(f.held()), "queue 0's ring purged at detach, txq 1's qdisc reset to one real queue"
+	const why = "queue 0's ring purged at detach, txq 1's qdisc reset to one real queue"
+	l.Uncounted, l.UncountedWhy = uint64(f.held()), why
 	assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 	freed.WaitFor(t, l.Uncounted, waitLimit, l)
 
@@ -175,12 +179,13 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 	extra := drain(t, r)
 	qs = m.waitQueues(t, "empty qdiscs", func(qs queueState) bool { return qs.Q.Qlen == 0 })
 	l = account(sent, f.held()+extra, qs.state, 0)
-	l.Uncounted, l.UncountedWhy = uint64(f.held()), "queue 0's ring purged at detach, txq 1's qdisc reset to one real queue"
+	l.Uncounted, l.UncountedWhy = uint64(f.held()), why
 	assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
 	assert.Check(t, is.Equal(extra, 0), "%v", l)
 	checkStreams(t, l, sentBy(s0, s1), r)
 	checkFirst(t, r, 1, f.ring)
-	assert.Check(t, readSpan(r, 0, f.ring, f.backlog), "stream 0: want frames %d-%d (txq 0's backlog), read %v; %v", f.ring, n-1, r.Streams[0], l)
+	assert.Check(t, readSpan(r, 0, f.ring, f.backlog),
+		"stream 0: want frames %d-%d (txq 0's backlog), read %v; %v", f.ring, n-1, r.Streams[0], l)
 	freed.WaitFor(t, l.Uncounted, waitLimit, l)
 }
 
@@ -211,7 +216,8 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 	rig := &tapRig{e: home, opts: o}
 	rig.dev = rig.open(t, o.flags, true)
 	away, kill := netenv.NewDoomed(t)
-	assert.NilError(t, home.Handle.LinkSetNsFd(home.Link(t, tapName), int(away.NS)), "move %s to a namespace of its own", tapName)
+	assert.NilError(t, home.Handle.LinkSetNsFd(home.Link(t, tapName), int(away.NS)),
+		"move %s to a namespace of its own", tapName)
 	rig.e = away
 	rig.setUp(t)
 	freed := rig.freed(t)
@@ -236,7 +242,8 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 	read := 0
 	var readErr error
 	if f.backlog > 0 {
-		counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", func() error { _, err := rig.dev.Flags(); return err })
+		there := func() error { _, err := rig.dev.Flags(); return err }
+		counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", there)
 		for {
 			got, err := r.Read(1, waitLimit)
 			read += got
@@ -246,11 +253,13 @@ func deleteNetns(t *testing.T, home *netenv.Env, o tapOpts) {
 				readErr = err
 				break
 			}
-			assert.Assert(t, got == 1, "no frame for %v and the namespace still there after %d frames read; %v", waitLimit, read, l)
+			assert.Assert(t, got == 1,
+				"no frame for %v and the namespace still there after %d frames read; %v", waitLimit, read, l)
 		}
 	}
 	_, err := counters.WaitFor(context.Background(), waitLimit, rig.dev.Gone, func(g bool) bool { return g })
-	assert.NilError(t, err, "the namespace and its tap destroyed once nothing of the test held it (reads ended with %v); %v", readErr, l)
+	assert.NilError(t, err,
+		"the namespace and its tap destroyed once nothing of the test held it (reads ended with %v); %v", readErr, l)
 	l.Received, l.InDevice, l.QdiscBacklog = uint64(read), 0, 0
 	l.Uncounted, l.UncountedWhy = uint64(f.held()-read), "left in the ring when the namespace was destroyed"
 	assert.Assert(t, l.Balanced(), "%v", l)
