@@ -70,7 +70,8 @@ func slowGuest(t *testing.T, s setup) {
 	for step := 0; run.m.left() > 0; step++ {
 		run.step(t, step)
 	}
-	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("ring %d: the full ring stopped the queue and vhost's consumption woke it where tun's rule says, every step: handed %v", r.ring, run.handed))
+	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("ring %d: the full ring stopped the queue "+
+		"and vhost's consumption woke it where tun's rule says, every step: handed %v", r.ring, run.handed))
 	a := account(run.sent, run.rv.got, run.st)
 	assert.Assert(t, a.Balanced(), "%v", a)
 	assert.Equal(t, run.rv.got, run.sent-run.st.Qdisc.Drops, "%v", a)
@@ -134,14 +135,16 @@ func (run *slowRun) step(t *testing.T, step int) {
 	}
 	run.st, run.handed = st, append(run.handed, fromQdisc(prev, st))
 	a := accountInFlight(run.sent, run.rv.got, st)
-	seen := fmt.Sprintf("%s\nseen: %d handed to the ring (qdisc backlog %d → %d, qdisc drops %d → %d); handed after each step so far: %v\n%v",
+	seen := fmt.Sprintf("%s\nseen: %d handed to the ring (qdisc backlog %d → %d, qdisc drops %d → %d); "+
+		"handed after each step so far: %v\n%v",
 		why, run.handed[step], prev.Qdisc.Qlen, st.Qdisc.Qlen, prev.Qdisc.Drops, st.Qdisc.Drops, run.handed, a)
 	assert.Equal(t, run.handed[step], wantHanded, seen)
 	if !woke {
 		assert.Equal(t, st.Qdisc.Drops, prev.Qdisc.Drops, "the qdisc of a stopped queue does not run: %s", seen)
 	}
 	assert.Equal(t, run.rv.got, want, "frames the guest got: %s", seen)
-	assert.Equal(t, a.InDevice, uint64(m.ring+m.held), "frames in the ring (%d) and in vhost's batch (%d): %s", m.ring, m.held, seen)
+	assert.Equal(t, a.InDevice, uint64(m.ring+m.held),
+		"frames in the ring (%d) and in vhost's batch (%d): %s", m.ring, m.held, seen)
 	assert.Equal(t, st.Link.TxDropped, uint64(0), "tun drops nothing with backpressure: %s", seen)
 }
 
@@ -153,7 +156,8 @@ func (run *slowRun) waitRefill(t *testing.T, why string) {
 		return s.Qdisc.Qlen == 0 || fromQdisc(prev, s) >= free
 	})
 	if err != nil {
-		t.Fatalf("%s\nseen: the qdisc handed %d frames to the ring within %v; %v\n%v", why, fromQdisc(prev, last), wait, last, accountInFlight(run.sent, run.rv.got, last))
+		t.Fatalf("%s\nseen: the qdisc handed %d frames to the ring within %v; %v\n%v",
+			why, fromQdisc(prev, last), wait, last, accountInFlight(run.sent, run.rv.got, last))
 	}
 }
 

@@ -101,7 +101,10 @@ func (r *rig) packetSocket() int {
 		if err != nil {
 			return fmt.Errorf("AF_PACKET socket: %w", err)
 		}
-		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: traffic.Htons(traffic.EtherType), Ifindex: r.link.Attrs().Index})
+		return unix.Bind(fd, &unix.SockaddrLinklayer{
+			Protocol: traffic.Htons(traffic.EtherType),
+			Ifindex:  r.link.Attrs().Index,
+		})
 	})
 	assert.NilError(r.tb, err)
 	r.tb.Cleanup(func() { unix.Close(fd) })

@@ -45,21 +45,29 @@ func TestDetachWhileStopped(t *testing.T) {
 	g, f := r.guests[0], r.taps[0].File
 	assert.NilError(t, g.DetachBackend())
 	before := r.steady()
-	rule := fmt.Sprintf("tun wakes a stopped queue once %d entries were consumed since the stop (ring/2, __tun_wake_queue, drivers/net/tun.c:2242) or the ring is empty; vhost's batch counted %d and read() counts 1 each", ring/2, guest.Batch)
+	// tun's wake rule (__tun_wake_queue, see above), for the messages.
+	rule := fmt.Sprintf("wake at %d consumed (ring/2) or the ring empty; vhost's batch counted %d, each read() 1",
+		ring/2, guest.Batch)
 	ledger := func(read []uint64, st state) counters.Accounting {
 		return accountInFlight(b.sent, b.rv.got+uint64(len(read)), st)
 	}
 
 	read := readTap(t, f, ring/2-guest.Batch-1, 2*time.Second)
 	st := r.steady()
-	assert.Equal(t, st.Qdisc.Qlen, before.Qdisc.Qlen, "%s: want the queue still stopped after %d reads; %v", rule, len(read), ledger(read, st))
+	assert.Equal(t, st.Qdisc.Qlen, before.Qdisc.Qlen,
+		"%s: want the queue still stopped after %d reads; %v", rule, len(read), ledger(read, st))
 
 	read = append(read, readTap(t, f, 1, 2*time.Second)...)
 	free := uint64(ring) - ledger(read, st).InDevice
-	st, err := counters.WaitFor(r.ctx, wait, r.state, func(s state) bool { return s.Qdisc.Qlen+free <= before.Qdisc.Qlen })
-	assert.NilError(t, err, "%s: want the queue woken by read() number %d and the qdisc to fill the ring's %d free slots; %v", rule, len(read), free, ledger(read, st))
+	refilled := func(s state) bool { return s.Qdisc.Qlen+free <= before.Qdisc.Qlen }
+	st, err := counters.WaitFor(r.ctx, wait, r.state, refilled)
+	assert.NilError(t, err,
+		"%s: want the queue woken by read() number %d and the qdisc to fill the ring's %d free slots; %v",
+		rule, len(read), free, ledger(read, st))
 	st = r.steady()
-	assert.Equal(t, before.Qdisc.Qlen-st.Qdisc.Qlen, free, "%s: after read() number %d the qdisc fills the ring's %d free slots and stops again; %v", rule, len(read), free, ledger(read, st))
+	assert.Equal(t, before.Qdisc.Qlen-st.Qdisc.Qlen, free,
+		"%s: after read() number %d the qdisc fills the ring's %d free slots and stops again; %v",
+		rule, len(read), free, ledger(read, st))
 	assert.Equal(t, st.Link.TxDropped, uint64(0), "%v", ledger(read, st))
 
 	read = append(read, readTap(t, f, ring/2-len(read), 2*time.Second)...)

@@ -151,7 +151,8 @@ func TestRace(t *testing.T) {
 				guest.Batch, res.took.Round(time.Millisecond), a, res.burst)
 			assert.Assert(t, a.Balanced(), "%v", a)
 			if s.backpressure {
-				assert.Equal(t, a.DeviceDrops, uint64(0), "tun drops with the flag, one queue and a qdisc (its single runner is the ring's only producer): %v", a)
+				assert.Equal(t, a.DeviceDrops, uint64(0),
+					"tun drops with the flag, one queue and a qdisc (its single runner is the ring's only producer): %v", a)
 			}
 		})
 	}

@@ -75,14 +75,17 @@ func detachOther(t *testing.T) {
 	x := stopTxq1(t)
 	r, m := x.r, x.m
 	assert.NilError(t, r.taps[0].Detach())
-	reset := counters.Accounting{Sent: x.sent, Received: x.rv.got, InDevice: uint64(m.ring + m.held),
-		Uncounted: uint64(m.backlog), UncountedWhy: "txq 1's qdisc, reset as the detach left the tap one queue"}
+	reset := counters.Accounting{
+		Sent: x.sent, Received: x.rv.got, InDevice: uint64(m.ring + m.held),
+		Uncounted: uint64(m.backlog), UncountedWhy: "txq 1's qdisc, reset as the detach left the tap one queue",
+	}
 	x.freed.WaitFor(t, reset.Uncounted, wait, reset)
 	x.freed.Hold(t, reset.Uncounted, holdFor, "B's ring and vhost's batch stay as they were", reset)
 
 	assert.NilError(t, r.taps[0].Attach())
 	more := x.throughTxq1(t, "A", reset)
-	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("txq 1, stopped by B's full ring, ran again once A's file took index 1 (detached, re-attached): %d frames of stream 1 went through it", more))
+	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("txq 1, stopped by B's full ring, "+
+		"ran again once A's file took index 1 (detached, re-attached): %d frames of stream 1 went through it", more))
 
 	rvA := r.receiver(true)
 	r.receive(r.guests[0], rvA, reattachFrames, func(rv *receiver) bool { return rv.got >= more })
@@ -94,7 +97,8 @@ func detachOther(t *testing.T) {
 	assert.Equal(t, a.Received, uint64(r.ring)+more, "the guests got B's ring and the frames of txq 1; %v", a)
 	assert.Equal(t, st.Link.TxDropped, uint64(0), "%v", a)
 	assert.Check(t, is.DeepEqual(x.rv.seqs, seqRange(0, uint64(r.ring))), "B's guest gets its ring, in order; %v", a)
-	assert.Check(t, is.DeepEqual(rvA.seqs, seqRange(x.sent, x.sent+more)), "A's guest gets what went through txq 1, in order; %v", a)
+	assert.Check(t, is.DeepEqual(rvA.seqs, seqRange(x.sent, x.sent+more)),
+		"A's guest gets what went through txq 1, in order; %v", a)
 }
 
 // detachStopped detaches B, the last index: its ring is purged, which
@@ -109,8 +113,11 @@ func detachStopped(t *testing.T) {
 	x := stopTxq1(t)
 	r, m := x.r, x.m
 	assert.NilError(t, r.taps[1].Detach())
-	gone := counters.Accounting{Sent: x.sent, Received: x.rv.got, InDevice: uint64(m.held),
-		Uncounted: uint64(m.ring + m.backlog), UncountedWhy: "B's ring purged at the detach, and txq 1's qdisc: dropped by tun or reset"}
+	gone := counters.Accounting{
+		Sent: x.sent, Received: x.rv.got, InDevice: uint64(m.held),
+		Uncounted:    uint64(m.ring + m.backlog),
+		UncountedWhy: "B's ring purged at the detach, and txq 1's qdisc: dropped by tun or reset",
+	}
 	x.freed.WaitFor(t, gone.Uncounted, wait, gone)
 	st := r.steady()
 	assert.Assert(t, st.Link.TxDropped <= uint64(m.backlog), "tun dropped only txq 1's backlog: %v; %v", st, gone)
@@ -118,7 +125,8 @@ func detachStopped(t *testing.T) {
 
 	assert.NilError(t, r.taps[1].Attach())
 	more := x.throughTxq1(t, "B", gone)
-	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("txq 1, stopped by B's full ring, ran again once B's file was detached and re-attached: %d frames of stream 1 went through it", more))
+	observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf("txq 1, stopped by B's full ring, "+
+		"ran again once B's file was detached and re-attached: %d frames of stream 1 went through it", more))
 
 	want := x.rv.got + uint64(m.held) + more
 	r.collect(r.guests[1], x.rv, func(rv *receiver) bool { return rv.got >= want })
@@ -129,24 +137,27 @@ func detachStopped(t *testing.T) {
 	assert.Equal(t, a.Received, want, "B's guest got vhost's batch and the frames of txq 1; %v", a)
 	assert.Equal(t, st.Link.TxDropped, gone.DeviceDrops, "%v", a)
 	wantSeqs := append(seqRange(0, uint64(1+m.held)), seqRange(x.sent, x.sent+more)...)
-	assert.Check(t, is.DeepEqual(x.rv.seqs, wantSeqs), "B's guest gets vhost's batch, then what went through txq 1, in order; %v", a)
+	assert.Check(t, is.DeepEqual(x.rv.seqs, wantSeqs),
+		"B's guest gets vhost's batch, then what went through txq 1, in order; %v", a)
 }
 
 // throughTxq1 sends reattachFrames on stream 1 once who's file took index 1,
 // and waits until txq 1 handed them all to that file's ring: a txq 1 left
-// stopped keeps them in its qdisc, and the test fails naming it. ledger is
-// the test's accounting before the send.
+// stopped keeps them in its qdisc, and the test fails naming it (the attach
+// did not wake the txq it took over: tun_attach → tun_force_wake_queue).
+// ledger is the test's accounting before the send.
 func (x reattach) throughTxq1(t *testing.T, who string, ledger counters.Accounting) uint64 {
 	t.Helper()
 	r := x.r
 	more := sendAll(t, x.snd, reattachFrames)
 	ledger.Sent += more
-	last, err := counters.WaitFor(r.ctx, wait, func() (counters.Qdisc, error) { return r.txq(1) }, func(q counters.Qdisc) bool { return q.Qlen == 0 })
+	txq1 := func() (counters.Qdisc, error) { return r.txq(1) }
+	last, err := counters.WaitFor(r.ctx, wait, txq1, func(q counters.Qdisc) bool { return q.Qlen == 0 })
 	if err != nil {
 		ledger.QdiscBacklog += last.Qlen
 		ledger.InDevice += more - last.Qlen
-		t.Fatalf("txq 1 stalled: %d of the %d frames sent through it after %s's file took index 1 are still in its qdisc after %v (%v): the attach did not wake the txq it took over (tun_attach → tun_force_wake_queue); %v",
-			last.Qlen, more, who, wait, last, ledger)
+		t.Fatalf("txq 1 stalled, not woken by the attach: %d of %d frames sent after %s's file took index 1 "+
+			"still in its qdisc after %v (%v); %v", last.Qlen, more, who, wait, last, ledger)
 	}
 	return more
 }

@@ -50,7 +50,8 @@ func (rv *receiver) check(data []byte) {
 // parse checks one frame and records its sequence number.
 func (rv *receiver) parse(data []byte) error {
 	if len(data) != guest.HdrLen+traffic.FrameLen {
-		return fmt.Errorf("frame %d: %d bytes in the buffer, want %d header + %d frame", rv.got, len(data), guest.HdrLen, traffic.FrameLen)
+		return fmt.Errorf("frame %d: %d bytes in the buffer, want %d header + %d frame",
+			rv.got, len(data), guest.HdrLen, traffic.FrameLen)
 	}
 	// struct virtio_net_hdr (10 bytes) all zero: no checksum or GSO;
 	// then num_buffers (2 bytes, little endian).
@@ -126,7 +127,8 @@ func (r *rig) receive(g *guest.Net, rv *receiver, post int, done func(*receiver)
 		if now.Sub(last) > wait || r.ctx.Err() != nil {
 			margin.Note(wait, now.Sub(last), true)
 			s, _ := r.state()
-			r.tb.Fatalf("guest stalled: received %d, none for %v, %d buffers posted; %v", rv.got, now.Sub(last).Round(time.Millisecond), g.RX.Posted(), s)
+			r.tb.Fatalf("guest stalled: received %d, none for %v, %d buffers posted; %v",
+				rv.got, now.Sub(last).Round(time.Millisecond), g.RX.Posted(), s)
 		}
 		if n == 0 {
 			_, err := g.WaitCall(5 * time.Millisecond)

@@ -46,7 +46,11 @@ func newRig(tb testing.TB, s setup) *rig {
 // the test runs.
 func newRigIn(tb testing.TB, e *netenv.Env, s setup) *rig {
 	tb.Helper()
-	r := &rig{tb: tb, e: e, ring: ring, bufs: s.bufsPerFrame(), mrg: s.virtio.Features&guest.FeatureMrgRxBuf != 0, ctx: testContext(tb)}
+	r := &rig{
+		tb: tb, e: e, ctx: testContext(tb),
+		ring: ring, bufs: s.bufsPerFrame(),
+		mrg: s.virtio.Features&guest.FeatureMrgRxBuf != 0,
+	}
 	if s.ring != 0 {
 		r.ring = s.ring
 	}
@@ -116,7 +120,8 @@ func (r *rig) openTaps(queues int, backpressure bool) {
 		assert.NilError(tb, tap.SetVnetHdrSize(guest.HdrLen))
 		got, err := tap.Flags()
 		assert.NilError(tb, err)
-		assert.Equal(tb, got&tuntap.IFFBackpressure, flags&tuntap.IFFBackpressure, "TUNGETIFF flags %#x after TUNSETIFF %#x", got, flags)
+		assert.Equal(tb, got&tuntap.IFFBackpressure, flags&tuntap.IFFBackpressure,
+			"TUNGETIFF flags %#x after TUNSETIFF %#x", got, flags)
 		r.taps = append(r.taps, tap)
 	}
 }

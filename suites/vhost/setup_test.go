@@ -44,7 +44,10 @@ var virtioVariants = []guest.Config{
 }
 
 // virtioAll is every feature of virtioVariants at once.
-var virtioAll = guest.Config{Features: guest.FeatureEventIdx | guest.FeatureIndirect | guest.FeatureMrgRxBuf, BufSize: mrgBufSize}
+var virtioAll = guest.Config{
+	Features: guest.FeatureEventIdx | guest.FeatureIndirect | guest.FeatureMrgRxBuf,
+	BufSize:  mrgBufSize,
+}
 
 // Qdiscs at the root of the tap.
 const (

@@ -77,7 +77,8 @@ func stop(t *testing.T, r *rig, q int, snd *traffic.Sender) *stopped {
 	s := &stopped{r: r, freed: freed, rv: b.rv, sent: b.sent, m: m}
 	s.holdStopped("vhost took its batch", 0)
 	l := accountInFlight(b.sent, b.rv.got, r.mustState())
-	assert.Assert(t, l.InDevice == uint64(m.ring+m.held), "the ring (%d) and vhost's batch (%d) hold all but the frames the guest got and the qdisc's; %v", m.ring, m.held, l)
+	assert.Assert(t, l.InDevice == uint64(m.ring+m.held),
+		"the ring (%d) and vhost's batch (%d) hold all but the frames the guest got and the qdisc's; %v", m.ring, m.held, l)
 	return s
 }
 
@@ -90,8 +91,10 @@ func (s *stopped) holdStopped(what string, freed uint64) {
 	counters.Hold(t, holdFor, what, func() error {
 		st := s.r.mustState()
 		f, err := s.freed.Count()
-		if err == nil && !(st.Qdisc.Qlen == uint64(s.m.backlog) && st.Link.TxDropped == 0 && st.Qdisc.Drops == 0 && f.N == freed) {
-			err = fmt.Errorf("want the queue stopped with %d in the qdisc, nothing dropped, %d freed; %v; %v; %v", s.m.backlog, freed, st, f, s.queued())
+		still := st.Qdisc.Qlen == uint64(s.m.backlog) && st.Link.TxDropped == 0 && st.Qdisc.Drops == 0 && f.N == freed
+		if err == nil && !still {
+			err = fmt.Errorf("want the queue stopped with %d in the qdisc, nothing dropped, %d freed; %v; %v; %v",
+				s.m.backlog, freed, st, f, s.queued())
 		}
 		return err
 	})
@@ -123,7 +126,8 @@ func readTap(tb testing.TB, f *os.File, n int, quiet time.Duration) []uint64 {
 			break
 		}
 		assert.NilError(tb, err, "read tap")
-		assert.Assert(tb, m == guest.HdrLen+traffic.FrameLen, "read %d bytes from the tap, want %d", m, guest.HdrLen+traffic.FrameLen)
+		assert.Assert(tb, m == guest.HdrLen+traffic.FrameLen,
+			"read %d bytes from the tap, want %d", m, guest.HdrLen+traffic.FrameLen)
 		_, seq, err := traffic.Parse(buf[guest.HdrLen:m])
 		assert.NilError(tb, err)
 		seqs = append(seqs, seq)

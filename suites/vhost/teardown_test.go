@@ -102,7 +102,10 @@ func (s *stopped) ledger(why string, held int) counters.Accounting {
 // vhost_net_buf_unproduce → ptr_ring_unconsume, drivers/vhost/net.c:197),
 // which has room for them, frees nothing and wakes nothing (its 64 counted
 // stay short of ring/2). Closing the queue file, the last reference, then
-// takes the device with it.
+// takes the device with it: it purges the ring, vhost's batch back at its
+// head, and wakes the queue, which feeds the qdisc's frames to tun: it
+// drops them, no queue being attached (DEV_READY), or the device frees
+// them as it goes.
 func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.Net) error) {
 	r := newRigIn(t, e, teardownSetup)
 	s := stop(t, r, 0, r.sender(0))
@@ -111,14 +114,18 @@ func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.
 
 	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
 	r.linkGone()
-	s.freedAll(t, "the ring, vhost's batch back at its head, purged as its last file closed; the queue it woke fed the qdisc's frames to tun, which dropped them with no queue attached (DEV_READY), or the device freed them as it went", 0)
+	const why = "ring and vhost's batch purged at close; " +
+		"the qdisc's frames dropped by tun (DEV_READY) or freed with the device"
+	s.freedAll(t, why, 0)
 }
 
 // closeQueue closes the queue file while vhost holds it: vhost's own
 // reference to the file (get_tap_socket) keeps it, and the device, alive,
 // stopped, nothing freed. Closing the vhost-net file then gives its batch
 // back to the ring and drops the file's last reference (vhost_net_release):
-// tun_chr_close purges the ring and unregisters the device.
+// tun_chr_close purges the ring and unregisters the device, and the qdisc's
+// frames are dropped by tun, no queue being attached (DEV_READY), or freed
+// with the device.
 func closeQueue(t *testing.T, e *netenv.Env) {
 	r := newRigIn(t, e, teardownSetup)
 	s := stop(t, r, 0, r.sender(0))
@@ -127,7 +134,9 @@ func closeQueue(t *testing.T, e *netenv.Env) {
 
 	counters.Bounded(t, wait, "close the vhost-net file", r.guests[0].Close)
 	r.linkGone()
-	s.freedAll(t, "vhost's batch given back to the ring, the ring purged as vhost dropped the file's last reference; the qdisc's frames dropped by tun with no queue attached (DEV_READY), or freed with the device", 0)
+	const why = "ring and vhost's batch purged at vhost's release; " +
+		"the qdisc's frames dropped by tun (DEV_READY) or freed with the device"
+	s.freedAll(t, why, 0)
 }
 
 // deleteLink deletes the tap over netlink while vhost is attached. The
@@ -215,7 +224,8 @@ func deleteNetns(t *testing.T, home *netenv.Env) {
 	assert.NilError(t, closeSender())
 	kill()
 	tap := r.taps[0]
-	counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", func() error { _, err := tap.Flags(); return err })
+	there := func() error { _, err := tap.Flags(); return err }
+	counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", there)
 
 	delivered, err := s.m.post(guest.Batch)
 	assert.NilError(t, err)
@@ -225,9 +235,11 @@ func deleteNetns(t *testing.T, home *netenv.Env) {
 	want := s.rv.got + uint64(delivered)
 	r.receive(r.guests[0], s.rv, guest.Batch, func(rv *receiver) bool { return rv.got >= want })
 	_, err = counters.WaitFor(r.ctx, wait, tap.Gone, func(g bool) bool { return g })
-	assert.NilError(t, err, "the namespace and its tap destroyed once the qdisc handed the sender's last frame to the ring; %v", s.queued())
+	assert.NilError(t, err,
+		"the namespace and its tap destroyed once the qdisc handed the sender's last frame to the ring; %v", s.queued())
 	s.batchOutlives(t, "the ring purged as the destroyed namespace's tap unregistered")
-	assert.Check(t, is.DeepEqual(s.rv.seqs, seqRange(0, want)), "the guest gets the frames from the first, in order, none twice")
+	assert.Check(t, is.DeepEqual(s.rv.seqs, seqRange(0, want)),
+		"the guest gets the frames from the first, in order, none twice")
 }
 
 // teardownRounds is how many times each teardown runs (counters.Rounds).

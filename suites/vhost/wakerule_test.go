@@ -84,7 +84,8 @@ func (m *tapModel) post(k int) (int, error) {
 	for {
 		if m.held == 0 {
 			if m.woken {
-				return delivered, fmt.Errorf("model: vhost needs a new batch before the qdisc refilled the ring after the wake: post fewer buffers at a time")
+				return delivered, fmt.Errorf("model: vhost needs a new batch before the qdisc refilled the ring " +
+					"after the wake: post fewer buffers at a time")
 			}
 			m.take()
 			if m.held == 0 {
@@ -136,17 +137,20 @@ func (m *tapModel) refill(dropped int) int {
 // expect says what the rule makes of the last post, for a failure message;
 // call it before refill.
 func (m *tapModel) expect() string {
-	rule := fmt.Sprintf("tun wakes a stopped queue once cons_cnt, the entries consumed since the stop, reaches ring/2 = %d or the ring is empty (__tun_wake_queue, drivers/net/tun.c:2242)", m.threshold())
+	rule := fmt.Sprintf("tun's rule: wake at cons_cnt %d (ring/2) or an empty ring", m.threshold())
 	switch {
 	case m.took == 0:
 		return fmt.Sprintf("vhost took nothing from the ring: want nothing handed to it (%s)", rule)
 	case m.counted == 0:
-		return fmt.Sprintf("vhost took %d entries while the queue was running: want nothing handed to the ring (%s)", m.took, rule)
+		return fmt.Sprintf("vhost took %d entries while the queue was running: want nothing handed to the ring (%s)",
+			m.took, rule)
 	case m.woken:
-		return fmt.Sprintf("vhost took %d entries from the stopped queue's ring: cons_cnt %d, ring empty %v, so the queue wakes and the qdisc fills the ring's %d free slots or hands its whole backlog (%s)",
+		return fmt.Sprintf("vhost took %d entries from the stopped queue's ring: cons_cnt %d, ring empty %v, "+
+			"so the queue wakes and the qdisc fills the ring's %d free slots or hands its whole backlog (%s)",
 			m.took, m.counted, m.emptied, m.size-m.ring, rule)
 	default:
-		return fmt.Sprintf("vhost took %d entries from the stopped queue's ring: cons_cnt %d < %d with %d entries left, so the queue stays stopped and the qdisc hands nothing (%s)",
+		return fmt.Sprintf("vhost took %d entries from the stopped queue's ring: cons_cnt %d < %d with %d entries left, "+
+			"so the queue stays stopped and the qdisc hands nothing (%s)",
 			m.took, m.counted, m.threshold(), m.ring, rule)
 	}
 }
