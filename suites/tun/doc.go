@@ -5,26 +5,37 @@
 // qdisc tail-drop stays; a reader wakes the queue at ring/2 consumed; no
 // queue stays stopped, whatever happens to the tap.
 //
-// Each test builds a namespace, a tap through /dev/net/tun ioctls
-// (tapRig; mqTap for two queues) and sends sequence-numbered frames from
-// AF_PACKET sockets through the qdisc. Every assertion prints the ledger:
-// sent = read + tun drops + qdisc drops + qdisc backlog + in the ring
-// (+ uncounted, with what freed them). Where to look:
+// TestBackpressure and TestWakeHysteresis show the stop and the wake,
+// TestClassify tells seed 002's verdict and 000's apart, TestTailDrop
+// holds the tail-drop that stays; the other tests keep the promise through
+// several queues, modes, senders and teardowns. Every assertion prints the
+// ledger: sent = read + tun drops + qdisc drops + qdisc backlog + in the
+// ring (+ uncounted, with what freed them). A kernel without the flag skips
+// the tests that need it, naming the TUNGETFEATURES probe; one that keeps
+// the flag but tail-drops exactly as before is 000 absent. What each
+// kernel must show is in kernels/expectations.
 //
-//	rig_test.go, ledger_test.go   the rig, the model of where frames go (idleFate), the fill fixture
-//	backpressure_test.go          the stop at the full ring, the wake at ring/2
-//	taildrop_test.go              stock tail-drop, and noqueue with the flag
-//	classify_test.go              the probe; seed 002's verdict and 000's, absent or present
-//	nostall_test.go               drain, txqueuelen change, link down/up, persistent reopen
-//	multiqueue_test.go            queues stop and wake apart; detach and re-attach
-//	attach_test.go                a file that takes over a stopped index wakes it
-//	race_test.go, pacing_test.go  several senders; a sender that can wait
-//	modes_test.go, gso_test.go    tun, NAPI, virtio-net headers, GSO packets
-//	teardown_test.go              a stopped tap closed, detached, deleted
-//	bench_test.go                 seed 000's table (BenchmarkTap)
+// # Files
 //
-// A kernel without the flag skips the tests that need it, naming the
-// TUNGETFEATURES probe; one that keeps the flag but tail-drops exactly as
-// before is 000 absent. What each kernel must show is in
-// kernels/expectations.
+//   - attach_test.go: TestAttachWake, a file that takes over a stopped queue wakes it
+//   - backpressure_test.go: TestBackpressure, TestWakeHysteresis: the stop at the full ring, the wake at ring/2
+//   - bench_test.go: BenchmarkTap, seed 000's table
+//   - classify_test.go: TestProbe, TestClassify: the flag's probe; seed 002's verdict and 000's
+//   - cpu_test.go: place, the CPUs of BenchmarkTap's reader and senders
+//   - dropreason_test.go: kfree_skb drops on the tap by reason (FULL_RING, QDISC_BURST_DROP)
+//   - entries_test.go: entryReader, for reads that carry more than a frame
+//   - gso_test.go: gsoSender, TCP packets over the MTU for TestModes
+//   - ledger_test.go: idleFate, the model of where frames go; the ledger; the fill fixture
+//   - main_test.go: TestMain, leaked file descriptors and stray links fail the binary
+//   - modes_test.go: TestModes, tun, NAPI, virtio-net headers, GSO packets
+//   - mqrig_test.go: mqTap, the two-queue rig
+//   - multiqueue_test.go: TestQueuesApart, TestWakesOnItsOwn, TestDetachReattach: queues stop and wake apart
+//   - nostall_test.go: TestDrainFlushesBacklog, TestTxqlenChange, TestLinkDownUp, TestPersistReattach: no stall
+//   - pacing_test.go: TestPacing, a sender that can wait
+//   - race_test.go: TestRace, several senders against one reader
+//   - rig_test.go: tapRig, a namespace with a tap, its qdisc and senders
+//   - steering_test.go: streamSteering, a TUNSETSTEERINGEBPF program: stream s to queue s mod queues
+//   - streams_test.go: checkStreams, every stream in order and held to the ledger
+//   - taildrop_test.go: TestTailDrop, stock tail-drop, and noqueue with the flag
+//   - teardown_test.go: TestTeardown, a stopped tap closed, detached, deleted
 package tun

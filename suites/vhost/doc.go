@@ -6,23 +6,32 @@
 // stop, or the ring empty. A userspace vhost-net guest (internal/guest/vhost)
 // plays the VM, so each test decides when the guest posts buffers.
 //
-// Where to look:
-//   - wakerule_test.go: tapModel, the rule and vhost's batches step by step;
-//     backpressure_test.go holds the kernel to it after every batch.
-//   - detach_test.go, reattach_test.go, twoqueues_test.go: taking vhost or a
-//     queue file away from a stopped txq, or stopping a sibling queue, never
-//     leaves a txq stopped for good.
-//   - teardown_test.go: vhost and the tap torn apart while stopped free
-//     every frame exactly once.
-//   - stock_test.go, delivery_test.go: what any kernel with vhost-net does
-//     (tail-drop without the flag; frames intact and in order, both ways).
-//   - load_test.go: two senders against a paced guest, and BenchmarkRX.
-//   - rig_test.go, state_test.go, receiver_test.go, stopped_test.go: the
-//     rig, its counters and ledger, the guest's checks, the stopped queue.
-//
+// TestBackpressure holds the kernel to tapModel after every batch;
+// TestDetachWhileStopped, TestCloseWhileStopped, TestReattach, TestTwoQueues
+// and TestTeardown show that no txq stays stopped and every frame is freed
+// once; TestStock and TestDelivery hold what any kernel with vhost-net does.
 // Every test ends with an exact ledger (sent = received + tun drops + qdisc
 // drops + still queued, + what the kernel freed uncounted, counted on
 // kfree_skb) and fails on a kernel splat. Probes (IFF_BACKPRESSURE,
 // /dev/vhost-net, fq_codel, drop reasons) decide the skips, each naming its
 // probe; kernels/expectations says what each kernel must show.
+//
+// # Files
+//
+//   - backpressure_test.go: TestBackpressure, the stop and each wake by tun's rule, batch by batch
+//   - burst_test.go: watchBurstDrops, frames freed with QDISC_BURST_DROP
+//   - delivery_test.go: TestDelivery, TestTransmit: frames intact and in order, both ways
+//   - detach_test.go: TestDetachWhileStopped, TestCloseWhileStopped: vhost taken from a stopped txq
+//   - load_test.go: TestRace, two senders against a paced guest; BenchmarkRX
+//   - main_test.go: TestMain, leaked file descriptors and stray links fail the binary
+//   - reattach_test.go: TestReattach, a queue file that takes over a stopped txq wakes it
+//   - receiver_test.go: receiver, the guest's checks on each frame it gets
+//   - rig_test.go: rig, a namespace with taps, their qdisc, guests and senders
+//   - setup_test.go: setup, the rig's variants (flag, qdisc, queues, ring, virtio features)
+//   - state_test.go: state, the tap's and qdisc's counters; the ledger
+//   - stock_test.go: TestStock, tail-drop without the flag
+//   - stopped_test.go: stop, a queue stopped with vhost's batch taken; readTap
+//   - teardown_test.go: TestTeardown, vhost and the tap torn apart while stopped
+//   - twoqueues_test.go: TestTwoQueues, a stopped queue leaves its sibling running
+//   - wakerule_test.go: tapModel, tun's wake rule and vhost's batches step by step
 package vhost
