@@ -94,3 +94,41 @@ func TestLayout(t *testing.T) {
 	}
 	assert.Check(t, slices.Contains(listed, "internal/feature"))
 }
+
+// filesItem matches an item of a suite doc's "# Files" list.
+var filesItem = regexp.MustCompile(`^//   - ([a-z0-9_]+\.go): \S`)
+
+// TestSuiteDocsListFiles holds each suite's doc.go to one form of "where
+// to look": a "# Files" section that names every Go file of the package
+// (but doc.go and the generated *_bpfel.go) in one line each, and no file
+// that is gone.
+func TestSuiteDocsListFiles(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "suites", "*", "doc.go"))
+	assert.NilError(t, err)
+	assert.Assert(t, len(dirs) > 0)
+	for _, doc := range dirs {
+		dir := filepath.Dir(doc)
+		b, err := os.ReadFile(doc)
+		assert.NilError(t, err)
+		_, list, ok := strings.Cut(string(b), "\n// # Files\n//\n")
+		if !ok {
+			t.Errorf("%s has no \"# Files\" section", doc)
+			continue
+		}
+		var listed []string
+		for _, l := range strings.Split(list, "\n") {
+			if m := filesItem.FindStringSubmatch(l); m != nil {
+				listed = append(listed, m[1])
+			}
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		assert.NilError(t, err)
+		var want []string
+		for _, f := range files {
+			if f = filepath.Base(f); f != "doc.go" && !strings.HasSuffix(f, "_bpfel.go") {
+				want = append(want, f)
+			}
+		}
+		assert.Check(t, is.DeepEqual(listed, want), "%s: the # Files list against the package's files", doc)
+	}
+}
