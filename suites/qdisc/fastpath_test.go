@@ -21,7 +21,7 @@ const (
 	// fastPathBound bounds the load that must produce them; fewer is not
 	// enough load to decide, a skip. Candidates need two vCPUs in the
 	// transmit path at once, so a host busy with other VMs makes them
-	// rare: the longest wait measured is in docs/findings/qdisc-fastpath.md.
+	// rare: the longest wait measured is in docs/design/qdisc-fastpath.md.
 	fastPathBound = 2 * time.Minute
 	// fastPathBeat is how often the test says how far it got.
 	fastPathBeat = 10 * time.Second
@@ -127,7 +127,7 @@ func judgeFastPath(t *testing.T, run fastPathRun) {
 // defer_list emptied where the fast path is (the list emptied between the
 // tracer's read and the function's), so that a kernel cannot pass by
 // making its calls undecidable: one per four calls that declined. The
-// worst measured is 1 per 19 (docs/findings/qdisc-fastpath.md).
+// worst measured is 1 per 19 (docs/design/qdisc-fastpath.md).
 func emptiedMax(c fastPathCounts) uint64 {
 	return c.declined() / 4
 }

@@ -43,7 +43,7 @@ func (r *Reader) ReadNow() (int, error) {
 // queue is empty it yields the CPU (sched_yield) and reads again, so it
 // never sleeps. A sleeping reader must be woken by the sender that queues
 // the next frame, and lands on that sender's CPU with a cold cache
-// (docs/findings/tap-benchmark-reader.md).
+// (docs/design/tap-benchmark-reader.md).
 //
 // The read is a raw system call on a dup of the file's descriptor, which
 // must be blocking, so that it is out of the runtime's poller (for a tap,

@@ -183,7 +183,7 @@ func (s *Sender) Send(n int) (Result, error) {
 // sendmmsg sends the first m frames. A call that cannot sleep goes as a
 // raw system call (MSG_DONTWAIT, so that it cannot): through the runtime's
 // blocking-call path its monitor thread wakes every 20 µs to look at a call
-// that takes tens of microseconds (docs/findings/tap-benchmark-reader.md).
+// that takes tens of microseconds (docs/design/tap-benchmark-reader.md).
 func (s *Sender) sendmmsg(m int) (uintptr, unix.Errno) {
 	if s.nowait {
 		k, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG,

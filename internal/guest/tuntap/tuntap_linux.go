@@ -33,7 +33,7 @@ func Open(name string, flags uint16) (*Device, error) {
 // A file in the poller costs the device a call for every frame it queues:
 // the poller's epoll entry sits on the queue's wait queue, which tun wakes
 // (sock_def_readable) whenever it holds an entry, reader waiting or not
-// (docs/findings/tap-benchmark-reader.md).
+// (docs/design/tap-benchmark-reader.md).
 func OpenBlocking(name string, flags uint16) (*Device, error) {
 	return open(name, flags, 0)
 }
