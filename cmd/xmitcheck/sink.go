@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -50,19 +49,11 @@ func (s *resultSink) heartbeat(period time.Duration) (stop func()) {
 		s.mu.Lock()
 		what := "booting"
 		if rt := s.run.Running(); rt != nil {
-			what = shortName(rt.Package) + " " + rt.Name
+			what = results.ShortPackage(rt.Package) + " " + rt.Name
 		}
 		s.mu.Unlock()
 		fmt.Fprintf(s.progress, "xmitcheck: %s: %v, running %s\n", s.kernel, time.Since(s.started).Round(time.Second), what)
 	})
-}
-
-// shortName is a package path from "suites/" on.
-func shortName(pkg string) string {
-	if i := strings.Index(pkg, "/suites/"); i >= 0 {
-		return pkg[i+1:]
-	}
-	return pkg
 }
 
 func (s *resultSink) Start(b vmtest.Binary) {
@@ -105,7 +96,7 @@ func (s *resultSink) Exit(b vmtest.Binary, code int) {
 	verdict := s.conv.close()
 	s.conv = nil
 	if s.progress != nil {
-		fmt.Fprintf(s.progress, "xmitcheck: %s: %s %s (exit %d) at %v\n", s.kernel, shortName(b.Name), cmp.Or(verdict, "ended"), code, time.Since(s.started).Round(time.Second))
+		fmt.Fprintf(s.progress, "xmitcheck: %s: %s %s (exit %d) at %v\n", s.kernel, results.ShortPackage(b.Name), cmp.Or(verdict, "ended"), code, time.Since(s.started).Round(time.Second))
 	}
 	if code != 0 && verdict != "fail" {
 		// The binary failed without saying so (a panic, a kill, a leak

@@ -50,7 +50,7 @@ func (r *Run) Snapshot() Snapshot {
 		if t.Name == "" || r.hasChildren(t) {
 			continue
 		}
-		st := SnapshotTest{Package: shortPackage(t.Package), Name: t.Name, Status: t.Status, Elapsed: t.Elapsed}
+		st := SnapshotTest{Package: ShortPackage(t.Package), Name: t.Name, Status: t.Status, Elapsed: t.Elapsed}
 		switch t.Status {
 		case Fail:
 			st.Why = strings.Join(append(append([]string{}, t.Output...), t.Kernel...), "\n")

@@ -41,7 +41,7 @@ func WriteSoak(w io.Writer, rounds [][]*Run) bool {
 				if t.Name == "" || r.hasChildren(t) {
 					continue
 				}
-				name := shortPackage(t.Package) + "." + t.Name
+				name := ShortPackage(t.Package) + "." + t.Name
 				if tests[name] == nil {
 					tests[name] = map[Status][]int{}
 				}

@@ -21,9 +21,9 @@ func WriteSummary(w io.Writer, runs []*Run) {
 			if t.Status != Fail || r.hasChildren(t) || (t.Name == "" && r.anyFailed(t.Package)) {
 				continue
 			}
-			name := shortPackage(t.Package) + "." + t.Name
+			name := ShortPackage(t.Package) + "." + t.Name
 			if t.Name == "" {
-				name = shortPackage(t.Package) + " (the test binary itself)"
+				name = ShortPackage(t.Package) + " (the test binary itself)"
 			}
 			fmt.Fprintf(w, "--- FAIL: %s %s\n", r.Kernel, name)
 			for _, l := range append(t.Output, t.Kernel...) {
@@ -67,7 +67,7 @@ func writeReasons(w io.Writer, r *Run) {
 			if byReason[why] == nil {
 				reasons = append(reasons, why)
 			}
-			byReason[why] = append(byReason[why], shortPackage(t.Package)+"."+t.Name)
+			byReason[why] = append(byReason[why], ShortPackage(t.Package)+"."+t.Name)
 		}
 		for _, why := range reasons {
 			fmt.Fprintf(w, "  %s %d: %s: %s\n", st, len(byReason[why]), why, strings.Join(byReason[why], " "))

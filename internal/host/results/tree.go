@@ -17,7 +17,7 @@ func (r *Run) tree() []*node {
 	for _, t := range r.Tests {
 		p := byPkg[t.Package]
 		if p == nil {
-			p = &node{name: shortPackage(t.Package)}
+			p = &node{name: ShortPackage(t.Package)}
 			byPkg[t.Package] = p
 			pkgs = append(pkgs, p)
 		}
@@ -73,11 +73,14 @@ func (n *node) status() Status {
 	return all
 }
 
-// shortPackage turns "github.com/xmitcheck/xmitcheck/suites/tun" into
-// "suites/tun".
-func shortPackage(p string) string {
+// ShortPackage turns "github.com/xmitcheck/xmitcheck/suites/tun" into
+// "suites/tun": a package path from "suites/" on, or the whole path.
+func ShortPackage(p string) string {
 	if i := strings.Index(p, "/suites/"); i >= 0 {
 		return p[i+1:]
 	}
 	return p
 }
+
+// shortPackage is ShortPackage under the name judge.go calls it by.
+func shortPackage(p string) string { return ShortPackage(p) }

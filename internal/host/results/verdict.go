@@ -143,7 +143,7 @@ func DiffTests(base, patched *Run) []TestChange {
 			if t.Name == "" || r.hasChildren(t) {
 				continue
 			}
-			name := shortPackage(t.Package) + "." + t.Name
+			name := ShortPackage(t.Package) + "." + t.Name
 			m[name] = t.Status
 			order = append(order, name)
 		}
