@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -18,7 +14,7 @@ import (
 )
 
 // resultSink turns a backend's raw stream into results: each binary's
-// -test.v=test2json output goes through `go tool test2json`, every event is
+// -test.v=test2json output goes through a results.Converter, every event is
 // recorded in the kernel's Run, and kernel splats fail the test (or else the
 // binary) that was running.
 type resultSink struct {
@@ -27,7 +23,7 @@ type resultSink struct {
 	verbose io.Writer // nil unless -v: the tests' raw output
 
 	mu   sync.Mutex // guards run against the converter goroutine
-	conv *converter
+	conv *results.Converter
 	err  error
 
 	// running is the binary that started and has not exited; exited are
@@ -58,7 +54,7 @@ func (s *resultSink) heartbeat(period time.Duration) (stop func()) {
 
 func (s *resultSink) Start(b vmtest.Binary) {
 	s.running = b.Name
-	c, err := startConverter(b.Name, s.add)
+	c, err := results.StartConverter(b.Name, s.add)
 	if err != nil {
 		s.err = err
 		return
@@ -70,7 +66,7 @@ func (s *resultSink) Start(b vmtest.Binary) {
 // the binary printed.
 func (s *resultSink) endBoot() {
 	if s.conv != nil {
-		s.conv.close()
+		s.conv.End()
 		s.conv = nil
 	}
 }
@@ -80,7 +76,7 @@ func (s *resultSink) Output(b vmtest.Binary, p []byte) {
 		s.verbose.Write(printable(p))
 	}
 	if s.conv != nil {
-		s.conv.write(p)
+		s.conv.Write(p)
 	}
 }
 
@@ -93,7 +89,7 @@ func (s *resultSink) Exit(b vmtest.Binary, code int) {
 	if s.conv == nil {
 		return
 	}
-	verdict := s.conv.close()
+	verdict := s.conv.End()
 	s.conv = nil
 	if s.progress != nil {
 		fmt.Fprintf(s.progress, "xmitcheck: %s: %s %s (exit %d) at %v\n", s.kernel, results.ShortPackage(b.Name), cmp.Or(verdict, "ended"), code, time.Since(s.started).Round(time.Second))
@@ -130,58 +126,6 @@ func (s *resultSink) attachConsole(pkg string, out *vmtest.Outcome) {
 	if out != nil && len(out.Console) > 0 {
 		s.run.AttachKernel(pkg, "console at the end", out.Console)
 	}
-}
-
-// converter is one `go tool test2json` process reading a binary's output.
-type converter struct {
-	cmd     *exec.Cmd
-	in      io.WriteCloser
-	done    chan struct{}
-	verdict string // the package-level "pass" or "fail", once seen
-}
-
-func startConverter(pkg string, emit func(results.Event)) (*converter, error) {
-	cmd := exec.Command("go", "tool", "test2json", "-t", "-p", pkg)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("go tool test2json: %w (xmitcheck needs the go command to build and read tests)", err)
-	}
-	c := &converter{cmd: cmd, in: in, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			var e results.Event
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
-				continue
-			}
-			if e.Test == "" && (e.Action == "pass" || e.Action == "fail") {
-				c.verdict = e.Action
-			}
-			emit(e)
-		}
-	}()
-	return c, nil
-}
-
-func (c *converter) write(p []byte) { c.in.Write(p) }
-
-// close ends the input, waits for the last event and returns the package's
-// own verdict, "" when the binary never gave one.
-func (c *converter) close() string {
-	c.in.Close()
-	<-c.done
-	c.cmd.Wait()
-	return c.verdict
 }
 
 // printable drops control bytes other than newline and tab (test2json's
