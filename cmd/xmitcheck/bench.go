@@ -17,12 +17,15 @@ import (
 // binary's start, over several boots, per backend.
 func cmdBench(args []string) error {
 	if len(args) == 0 || args[0] != "boot" {
-		if err := usageOnly("bench", "boot [flags]", "Measure boot-to-first-test (xmitcheck bench boot -h).", args); err != nil {
+		about := "Measure boot-to-first-test (xmitcheck bench boot -h)."
+		if err := usageOnly("bench", "boot [flags]", about, args); err != nil {
 			return err
 		}
 		return usagef("bench: the only benchmark is `bench boot`")
 	}
-	fs := newFlags("bench boot", "[flags]", "Measure boot-to-first-test, qemu start to the first test binary's start, over -n boots per kernel and backend.")
+	fs := newFlags("bench boot", "[flags]",
+		"Measure boot-to-first-test, qemu start to the first test binary's start,\n"+
+			"over -n boots per kernel and backend.")
 	var v vmFlags
 	v.register(fs)
 	n := fs.Int("n", 5, "boots per kernel and backend")

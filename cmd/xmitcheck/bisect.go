@@ -30,7 +30,9 @@ const (
 // and judge the seeds against --expect (default: the seeds of the
 // reference kernel).
 func cmdBisect(args []string) int {
-	fs := newFlags("bisect", "[--tree DIR] [-C CHECKOUT] [--expect SEEDS] [flags] [PKG...]", "One step of git bisect run: build the tree (cached by content), boot it, run the suites and judge the seeds --expect names.\nExit 0 good, 1 bad, 125 untestable, 128 bad usage.")
+	fs := newFlags("bisect", "[--tree DIR] [-C CHECKOUT] [--expect SEEDS] [flags] [PKG...]",
+		"One step of git bisect run: build the tree (cached by content), boot it, run the suites\n"+
+			"and judge the seeds --expect names.\nExit 0 good, 1 bad, 125 untestable, 128 bad usage.")
 	var s suiteRun
 	s.register(fs)
 	var b buildFlags
@@ -55,7 +57,8 @@ func cmdBisect(args []string) int {
 		_, err = os.Stat(filepath.Join(tree, "Makefile"))
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: --tree %s is not a kernel tree (%v): run it in the tree, or give --tree DIR\n", b.tree, err)
+		fmt.Fprintf(os.Stderr,
+			"xmitcheck: bisect: --tree %s is not a kernel tree (%v): run it in the tree, or give --tree DIR\n", b.tree, err)
 		return bisectAbort
 	}
 	b.tree = tree

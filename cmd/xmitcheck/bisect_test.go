@@ -42,13 +42,17 @@ var (
 	tag003   = feature.Record{Seed: feature.Seed003}.String()
 	shown003 = feature.Record{Seed: feature.Seed003, Shown: true, Why: "fast path taken"}.String()
 	tag000   = feature.Record{Seed: feature.Seed000Tun}.String()
-	noFlag   = feature.Record{Feature: feature.IFFBackpressure, Absent: true, Why: "TUNGETFEATURES=0x7173 lacks 0x80"}.String()
+	noFlag   = feature.Record{
+		Feature: feature.IFFBackpressure, Absent: true, Why: "TUNGETFEATURES=0x7173 lacks 0x80",
+	}.String()
 	never    = feature.Record{Seed: feature.Seed003, Absent: true, Why: "0 of 300 schedules took the fast path"}.String()
 	artefact = errors.New("suites/devmap could not be tested: TCG ran stale code twice")
 )
 
 func TestBisectExit(t *testing.T) {
 	fastPath := []string{qdiscPkg, "TestFastPath", "pass", tag003, shown003}
+	tap := []string{qdiscPkg, "TestTap", "skip", tag000, noFlag}
+	neverShown := []string{qdiscPkg, "TestFastPath", "skip", tag003, never}
 	for _, tc := range []struct {
 		name   string
 		expect string
@@ -58,12 +62,16 @@ func TestBisectExit(t *testing.T) {
 	}{
 		{"good", "003", nil, [][]string{fastPath}, bisectGood},
 		{"passed without showing 003", "003", nil, [][]string{{qdiscPkg, "TestProgress", "pass", tag003}}, bisectSkip},
-		{"broken", "003", nil, [][]string{{qdiscPkg, "TestFastPath", "fail", tag003, "scheduled 12 times with defer_list non-empty"}}, bisectBad},
-		{"absent where expected", "003", nil, [][]string{{qdiscPkg, "TestFastPath", "skip", tag003, never}}, bisectBad},
-		{"absent as asked", "!003", nil, [][]string{{qdiscPkg, "TestFastPath", "skip", tag003, never}}, bisectGood},
-		{"a seed it did not name is not judged", "003", nil, [][]string{fastPath, {qdiscPkg, "TestTap", "skip", tag000, noFlag}}, bisectGood},
-		{"no test of the named seed", "003", nil, [][]string{{qdiscPkg, "TestTap", "skip", tag000, noFlag}}, bisectSkip},
-		{"a failure wins over an artefact", "003", artefact, [][]string{{qdiscPkg, "TestFastPath", "fail", tag003, "stranded 3 frames"}}, bisectBad},
+		{"broken", "003", nil, [][]string{
+			{qdiscPkg, "TestFastPath", "fail", tag003, "scheduled 12 times with defer_list non-empty"},
+		}, bisectBad},
+		{"absent where expected", "003", nil, [][]string{neverShown}, bisectBad},
+		{"absent as asked", "!003", nil, [][]string{neverShown}, bisectGood},
+		{"a seed it did not name is not judged", "003", nil, [][]string{fastPath, tap}, bisectGood},
+		{"no test of the named seed", "003", nil, [][]string{tap}, bisectSkip},
+		{"a failure wins over an artefact", "003", artefact, [][]string{
+			{qdiscPkg, "TestFastPath", "fail", tag003, "stranded 3 frames"},
+		}, bisectBad},
 		{"an artefact alone is untestable", "003", artefact, [][]string{fastPath}, bisectSkip},
 		{"no boot", "003", fmt.Errorf("%w: %w: boot timeout", vmtest.ErrNoBoot, vmtest.ErrCrash), nil, bisectSkip},
 		{"infrastructure", "003", errors.New("qemu failed: no such file"), nil, bisectSkip},
@@ -79,7 +87,9 @@ func TestBisectExit(t *testing.T) {
 func TestBisectCrashUnderATest(t *testing.T) {
 	r := results.NewRun("build:x")
 	r.Add(results.Event{Action: "run", Package: qdiscPkg, Test: "TestFastPath"})
-	r.Add(results.Event{Action: "output", Package: qdiscPkg, Test: "TestFastPath", Output: "    x_test.go:1: " + tag003 + "\n"})
+	r.Add(results.Event{
+		Action: "output", Package: qdiscPkg, Test: "TestFastPath", Output: "    x_test.go:1: " + tag003 + "\n",
+	})
 	r.AttachKernel(qdiscPkg, "panic", []string{"Kernel panic - not syncing: Fatal exception in interrupt"})
 	r.Finish(errors.Join(artefact, fmt.Errorf("%w: kernel panic during TestFastPath", vmtest.ErrCrash)))
 	e, _ := expect.Parse("003")

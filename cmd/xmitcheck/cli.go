@@ -65,7 +65,8 @@ func run(args []string) int {
 		fmt.Print(usage)
 		return exitOK
 	default:
-		err = usagef("unknown command %q: use run, exec, kernels, matrix, report, compare, bisect, bench or version (xmitcheck -h)", cmd)
+		err = usagef(
+			"unknown command %q: use run, exec, kernels, matrix, report, compare, bisect, bench or version (xmitcheck -h)", cmd)
 	}
 	if errors.Is(err, errHelp) {
 		return exitOK

@@ -67,12 +67,15 @@ func TestBadInputOneLine(t *testing.T) {
 		{"UnknownKernel", nil, []string{"run", "--kernel", "debian:9.9"}, `unknown kernel "debian:9.9"`},
 		{"BadBackend", nil, []string{"run", "--backend", "docker"}, `--backend "docker": use native or vng`},
 		{"BadFlag", nil, []string{"run", "--frob"}, "flag provided but not defined: -frob"},
-		{"MissingQEMU", []string{"PATH=/nonexistent"}, []string{"run", "--kernel", "debian:7.3"}, "qemu-system-x86_64 not found: run `make deps`"},
+		{"MissingQEMU", []string{"PATH=/nonexistent"}, []string{"run", "--kernel", "debian:7.3"},
+			"qemu-system-x86_64 not found: run `make deps`"},
 		{"MissingVng", []string{"PATH=/nonexistent"}, []string{"run", "--backend", "vng"}, "vng not found"},
 		{"ExecNoBinary", nil, []string{"exec"}, "exec: no binary given"},
-		{"CloudUnderVng", nil, []string{"run", "--backend", "vng", "--kernel", "debian:7.3-cloud"}, "debian:7.3-cloud cannot boot under virtme-ng"},
+		{"CloudUnderVng", nil, []string{"run", "--backend", "vng", "--kernel", "debian:7.3-cloud"},
+			"debian:7.3-cloud cannot boot under virtme-ng"},
 		{"ExecExpect", nil, []string{"exec", "--expect", "003", "x.test"}, "exec: --expect is for run"},
-		{"UnwritableJUnit", nil, []string{"run", "--junit", "/no/such/dir/j.xml"}, "cannot write /no/such/dir/j.xml: no directory /no/such/dir"},
+		{"UnwritableJUnit", nil, []string{"run", "--junit", "/no/such/dir/j.xml"},
+			"cannot write /no/such/dir/j.xml: no directory /no/such/dir"},
 		{"UnwritableMatrix", nil, []string{"matrix", "--out", "/no/such/dir/m"}, "cannot write /no/such/dir/m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +89,8 @@ func TestBadInputOneLine(t *testing.T) {
 
 // TestBisectBadUsage: bisect's bad usage is 128, which stops git bisect run.
 func TestBisectBadUsage(t *testing.T) {
-	for _, args := range [][]string{{"--tree", "/no/such/tree"}, {"--frob"}, {"--kernel", "debian:7.3"}, {"--expect", "nothing"}} {
+	bad := [][]string{{"--tree", "/no/such/tree"}, {"--frob"}, {"--kernel", "debian:7.3"}, {"--expect", "nothing"}}
+	for _, args := range bad {
 		code, stderr := xc(t, nil, nil, append([]string{"bisect"}, args...)...)
 		assert.Check(t, is.Equal(code, bisectAbort), "%v: %s", args, stderr)
 		assert.Check(t, is.Equal(strings.Count(stderr, "\n"), 1), "stderr: %q", stderr)
@@ -106,8 +110,10 @@ func TestHostNeedsRoot(t *testing.T) {
 // TestHelpEverywhere: -h prints a usage line and exits 0 for every
 // command and subcommand.
 func TestHelpEverywhere(t *testing.T) {
-	for _, args := range [][]string{{"run"}, {"exec"}, {"matrix"}, {"report"}, {"compare"}, {"bisect"}, {"bench"}, {"bench", "boot"},
-		{"version"}, {"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"}} {
+	for _, args := range [][]string{
+		{"run"}, {"exec"}, {"matrix"}, {"report"}, {"compare"}, {"bisect"}, {"bench"}, {"bench", "boot"},
+		{"version"}, {"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"},
+	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			cmd := exec.Command(xmitcheck, append(args, "-h")...)
 			out, err := cmd.Output()

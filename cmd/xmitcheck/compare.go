@@ -23,13 +23,15 @@ import (
 // the benchmarks, interleaved base, patched, base, patched… so drift hits
 // both alike, compared with benchstat.
 func cmdCompare(args []string) (int, error) {
-	fs := newFlags("compare", "--base KERNEL --patched KERNEL [flags] [PKG...]", "Pre-merge check: the verdicts of both kernels side by side, then the benchmarks interleaved, compared with benchstat.")
+	fs := newFlags("compare", "--base KERNEL --patched KERNEL [flags] [PKG...]",
+		"Pre-merge check: the verdicts of both kernels side by side,\n"+
+			"then the benchmarks interleaved, compared with benchstat.")
 	var s suiteRun
 	s.register(fs)
 	base := fs.String("base", "", "the kernel without the change (catalog name, build:NAME or path)")
 	patched := fs.String("patched", "", "the kernel with the change")
-	expectBase := fs.String("expect-base", "", "what the base kernel must show (--expect syntax; default: its line in kernels/expectations, else the reference's seeds)")
-	expectPatched := fs.String("expect-patched", "", "what the patched kernel must show")
+	expectBase := fs.String("expect-base", "", "what the base kernel must show (as --expect)")
+	expectPatched := fs.String("expect-patched", "", "what the patched kernel must show (as --expect)")
 	count := fs.Int("count", 5, "interleaved rounds of benchmarks (one boot of each kernel per round)")
 	markdown := fs.String("markdown", "", "also write the comparison as Markdown (a mailing-list reply) to this file")
 	jsonFile := fs.String("json-file", "", "also write the comparison as JSON to this file")
@@ -75,7 +77,12 @@ func cmdCompare(args []string) (int, error) {
 	if len(runs) < 2 {
 		return 0, ctx.Err()
 	}
-	c := comparison{Base: runs[0].Kernel, Patched: runs[1].Kernel, Seeds: results.DiffVerdicts(runs[0], runs[1]), Tests: results.DiffTests(runs[0], runs[1])}
+	c := comparison{
+		Base:    runs[0].Kernel,
+		Patched: runs[1].Kernel,
+		Seeds:   results.DiffVerdicts(runs[0], runs[1]),
+		Tests:   results.DiffTests(runs[0], runs[1]),
+	}
 	writeDiff(os.Stdout, c)
 
 	if bench.bench != "none" {
@@ -136,9 +143,12 @@ func rows(tables []*benchstat.Table) []benchRow {
 			if len(r.Metrics) < 2 {
 				continue
 			}
-			out = append(out, benchRow{Benchmark: r.Benchmark, Unit: r.Metrics[0].Unit,
-				Base: r.Metrics[0].RValues, Patched: r.Metrics[1].RValues, BaseMean: r.Metrics[0].Mean, PatchMean: r.Metrics[1].Mean,
-				Delta: r.Delta, Note: r.Note})
+			out = append(out, benchRow{
+				Benchmark: r.Benchmark, Unit: r.Metrics[0].Unit,
+				Base: r.Metrics[0].RValues, Patched: r.Metrics[1].RValues,
+				BaseMean: r.Metrics[0].Mean, PatchMean: r.Metrics[1].Mean,
+				Delta: r.Delta, Note: r.Note,
+			})
 		}
 	}
 	return out
@@ -164,7 +174,8 @@ func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, count 
 				return nil, fmt.Errorf("benchmarks on %s, round %d: %v", k.Label(), round, firstProblem(r))
 			}
 			lines := r.BenchmarkLines()
-			fmt.Fprintf(os.Stderr, "xmitcheck: round %d/%d on %s: %d benchmark results in %v\n", round, count, k.Label(), len(lines), time.Since(start).Round(time.Second))
+			fmt.Fprintf(os.Stderr, "xmitcheck: round %d/%d on %s: %d benchmark results in %v\n",
+				round, count, k.Label(), len(lines), time.Since(start).Round(time.Second))
 			for _, l := range lines {
 				out[i] = append(append(out[i], l...), '\n')
 			}
@@ -220,7 +231,8 @@ func writeMarkdown(w io.Writer, c comparison, runs []*results.Run) error {
 			if len(r.Metrics) < 2 {
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.Benchmark, r.Metrics[0].Format(r.Scaler), r.Metrics[1].Format(r.Scaler), r.Delta, r.Note)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n",
+				r.Benchmark, r.Metrics[0].Format(r.Scaler), r.Metrics[1].Format(r.Scaler), r.Delta, r.Note)
 		}
 	}
 	return nil

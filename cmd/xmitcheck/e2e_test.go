@@ -36,7 +36,8 @@ func tiny(t *testing.T) string {
 func TestKernelPanicExits3(t *testing.T) {
 	bin := tiny(t)
 	start := time.Now()
-	code, stderr := xc(t, []string{"XMITCHECK_TINY=panic"}, nil, "exec", "--kernel", "debian:7.3", "--accel", "tcg", bin, "-test.run=^TestPanic$")
+	code, stderr := xc(t, []string{"XMITCHECK_TINY=panic"}, nil,
+		"exec", "--kernel", "debian:7.3", "--accel", "tcg", bin, "-test.run=^TestPanic$")
 	assert.Check(t, is.Equal(code, exitCrashed), "stderr: %s", stderr)
 	assert.Check(t, is.Contains(stderr, "Kernel panic"))
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
@@ -49,7 +50,8 @@ func TestKernelPanicExits3(t *testing.T) {
 func TestHungTestExits3(t *testing.T) {
 	bin := tiny(t)
 	start := time.Now()
-	code, stderr := xc(t, []string{"XMITCHECK_TINY=hang"}, nil, "exec", "--kernel", "debian:7.3", "--accel", "tcg", "--idle-timeout", "10s", bin, "-test.run=^TestHang$")
+	code, stderr := xc(t, []string{"XMITCHECK_TINY=hang"}, nil,
+		"exec", "--kernel", "debian:7.3", "--accel", "tcg", "--idle-timeout", "10s", bin, "-test.run=^TestHang$")
 	assert.Check(t, is.Equal(code, exitCrashed), "stderr: %s", stderr)
 	assert.Check(t, is.Contains(stderr, "10s"), "the error names the timeout")
 	assert.Check(t, time.Since(start) < 90*time.Second, "took %v", time.Since(start))
@@ -59,7 +61,8 @@ func TestHungTestExits3(t *testing.T) {
 // tests in the VM and passes their verdict through.
 func TestGoTestExec(t *testing.T) {
 	tiny(t)
-	cmd := exec.Command("go", "test", "-count=1", "-v", "-exec", xmitcheck+" exec --kernel debian:7.3 --accel tcg", "-run", "^TestGuest$", "../../vmtest/testdata/tiny")
+	cmd := exec.Command("go", "test", "-count=1", "-v", "-exec", xmitcheck+" exec --kernel debian:7.3 --accel tcg",
+		"-run", "^TestGuest$", "../../vmtest/testdata/tiny")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "XMITCHECK_TINY=exec")
 	out, err := cmd.CombinedOutput()
 	assert.NilError(t, err, "%s", out)
@@ -88,7 +91,8 @@ func TestHangDoesNotHideTheRest(t *testing.T) {
 // expression from the test's source file, which the guest must have.
 func TestAssertionShowsItsExpression(t *testing.T) {
 	tiny(t)
-	cmd := exec.Command(xmitcheck, "run", "--kernel", "debian:7.3", "--accel", "tcg", "-run", "^TestAssert$", "./vmtest/testdata/tiny")
+	cmd := exec.Command(xmitcheck, "run", "--kernel", "debian:7.3", "--accel", "tcg",
+		"-run", "^TestAssert$", "./vmtest/testdata/tiny")
 	cmd.Dir = filepath.Join("..", "..")
 	cmd.Env = append(os.Environ(), "XMITCHECK_TINY=assert", "CGO_ENABLED=0")
 	out, _ := cmd.CombinedOutput()

@@ -14,7 +14,9 @@ import (
 // cmdExec runs one test binary on one kernel and passes its output and exit
 // code through, so that `go test -exec 'xmitcheck exec --kernel K'` works.
 func cmdExec(args []string) (int, error) {
-	fs := newFlags("exec", "[flags] BINARY [ARGS...]", "Run one test binary in a VM and pass its output and exit code through:\n  go test -exec 'xmitcheck exec --kernel debian:7.3' ./suites/tun")
+	fs := newFlags("exec", "[flags] BINARY [ARGS...]",
+		"Run one test binary in a VM and pass its output and exit code through:\n"+
+			"  go test -exec 'xmitcheck exec --kernel debian:7.3' ./suites/tun")
 	var v vmFlags
 	v.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -24,7 +26,8 @@ func cmdExec(args []string) (int, error) {
 		return 0, err
 	}
 	if v.expect != "" {
-		return 0, usagef("exec: --expect is for run, matrix, compare and bisect: exec passes the binary's own pass or fail through, unjudged")
+		return 0, usagef(
+			"exec: --expect is for run, matrix, compare and bisect: exec passes the binary's own pass or fail through, unjudged")
 	}
 	if fs.NArg() == 0 {
 		return 0, usagef("exec: no binary given: use go test -exec 'xmitcheck exec --kernel %s' PKG", v.kernels[0])

@@ -21,11 +21,11 @@ type buildFlags struct {
 }
 
 func (b *buildFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.tree, "tree", "", "kernel source tree: a git checkout or a plain tree such as Debian's linux-source (never written to)")
+	fs.StringVar(&b.tree, "tree", "", "kernel source tree, a git checkout or a plain one (never written to)")
 	fs.Var(&b.revert, "revert", "patch file, or commit of a git tree, to revert on a copy of the tree (repeatable)")
 	fs.Var(&b.apply, "apply", "patch file to apply on a copy of the tree (repeatable)")
 	fs.Var(&b.config, "config", "extra config fragment merged after the suites' own (repeatable)")
-	fs.StringVar(&b.name, "name", "", "name of the build: --kernel build:NAME (default: the tree's name, commit and patches)")
+	fs.StringVar(&b.name, "name", "", "the build's name, run as --kernel build:NAME (default: tree, commit, patches)")
 	fs.IntVar(&b.jobs, "j", 0, "make jobs (default: one per CPU)")
 }
 
@@ -39,7 +39,9 @@ func (b *buildFlags) options() kernels.BuildOptions {
 // cmdBuild is `xmitcheck kernels build`: build a tree into the build cache
 // and print the name to run it by.
 func cmdBuild(args []string) (*kernels.Built, error) {
-	fs := newFlags("kernels build", "--tree DIR [flags]", "Build a kernel tree, with patches reverted or applied on a copy, into the build cache: --kernel build:NAME runs it.")
+	fs := newFlags("kernels build", "--tree DIR [flags]",
+		"Build a kernel tree, with patches reverted or applied on a copy, into the build cache:\n"+
+			"--kernel build:NAME runs it.")
 	var b buildFlags
 	b.register(fs)
 	if err := parse(fs, args); err != nil {

@@ -42,7 +42,8 @@ func cmdKernels(args []string) error {
 		}
 		return nil
 	case "config":
-		if err := usageOnly("kernels config", "", "Print the kernel config fragment the suites need (kernels/config).", rest); err != nil {
+		about := "Print the kernel config fragment the suites need (kernels/config)."
+		if err := usageOnly("kernels config", "", about, rest); err != nil {
 			return err
 		}
 		_, err := os.Stdout.WriteString(kernels.Config)
@@ -65,7 +66,7 @@ func cmdKernels(args []string) error {
 		fmt.Println(tree)
 		return nil
 	}
-	return usagef("kernels %q: use `kernels`, `kernels fetch NAME...`, `kernels source NAME DIR`, `kernels build --tree DIR` or `kernels config` (xmitcheck kernels -h)", sub)
+	return usagef("kernels: unknown command %q: use fetch, source, build or config (xmitcheck kernels -h)", sub)
 }
 
 func listKernels() error {

@@ -37,11 +37,13 @@ func matrixKernels() []string {
 // the verdict table and writes one folder (writeMatrix). --check fails the
 // run when a cell differs from its expectation.
 func cmdMatrix(args []string) (int, error) {
-	fs := newFlags("matrix", "[flags] [PKG...]", "Run the suites (default ./suites/...) on many kernels, several at once, into one folder: results.json and per kernel KTAP, JUnit and JSON.")
+	fs := newFlags("matrix", "[flags] [PKG...]",
+		"Run the suites (default ./suites/...) on many kernels, several at once, into one folder:\n"+
+			"results.json and per kernel KTAP, JUnit and JSON.")
 	var s suiteRun
 	s.register(fs)
 	out := fs.String("out", "xmitcheck-matrix", "output folder (replaced)")
-	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation (kernels/expectations or --expect)")
+	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation")
 	jobs := fs.Int("j", 0, "kernels at once (0: one per core, as far as memory allows)")
 	if err := parse(fs, args); err != nil {
 		return 0, err
@@ -74,7 +76,8 @@ func cmdMatrix(args []string) (int, error) {
 	}
 	defer cleanup()
 
-	fmt.Fprintf(progress(), "xmitcheck: matrix of %d kernels, %d at once (kernels ready in %v)\n", len(ks), *jobs, fetched.Round(time.Second))
+	fmt.Fprintf(progress(), "xmitcheck: matrix of %d kernels, %d at once (kernels ready in %v)\n",
+		len(ks), *jobs, fetched.Round(time.Second))
 	runs, human, err := s.runMany(ctx, ks, bins, init, *jobs)
 	if err != nil {
 		return 0, err
@@ -85,7 +88,8 @@ func cmdMatrix(args []string) (int, error) {
 	var table bytes.Buffer
 	results.WriteSummary(&table, runs)
 	results.WriteVerdicts(&table, runs)
-	fmt.Fprintf(&table, "wall time %v: kernels ready in %v, then %d kernels %d at once\n", time.Since(start).Round(time.Second), fetched.Round(time.Second), len(ks), *jobs)
+	fmt.Fprintf(&table, "wall time %v: kernels ready in %v, then %d kernels %d at once\n",
+		time.Since(start).Round(time.Second), fetched.Round(time.Second), len(ks), *jobs)
 	os.Stdout.Write(table.Bytes())
 	if err := writeMatrix(*out, ks, runs, table.Bytes()); err != nil {
 		return 0, err
@@ -101,7 +105,9 @@ func cmdMatrix(args []string) (int, error) {
 
 // runMany runs the binaries on every kernel, jobs at once, and returns
 // each kernel's run and what it printed.
-func (s *suiteRun) runMany(ctx context.Context, ks []*kernels.Kernel, bins []vmtest.Binary, init string, jobs int) ([]*results.Run, []bytes.Buffer, error) {
+func (s *suiteRun) runMany(
+	ctx context.Context, ks []*kernels.Kernel, bins []vmtest.Binary, init string, jobs int,
+) ([]*results.Run, []bytes.Buffer, error) {
 	runs := make([]*results.Run, len(ks))
 	errs := make([]error, len(ks))
 	human := make([]bytes.Buffer, len(ks))
@@ -143,7 +149,8 @@ func writeMatrix(out string, ks []*kernels.Kernel, runs []*results.Run, summary 
 	for i, r := range runs {
 		k := ks[i]
 		base := filepath.Join(tmp, fileKey(k.Name))
-		if err := writeReports([]*results.Run{r}, reports{ktap: base + ".ktap", junit: base + ".junit.xml", json: base + ".json"}); err != nil {
+		files := reports{ktap: base + ".ktap", junit: base + ".junit.xml", json: base + ".json"}
+		if err := writeReports([]*results.Run{r}, files); err != nil {
 			return err
 		}
 		sn := r.Snapshot()

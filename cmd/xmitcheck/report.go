@@ -13,7 +13,8 @@ import (
 // static HTML page and a Markdown reply, and prints the verdict table.
 // --check fails when a verdict differs from its expectation.
 func cmdReport(args []string) (int, error) {
-	fs := newFlags("report", "[-o FILE] [--markdown FILE] [--check] DIR...", "Render matrix folders as one static HTML page (and Markdown) and print the verdict table.")
+	fs := newFlags("report", "[-o FILE] [--markdown FILE] [--check] DIR...",
+		"Render matrix folders as one static HTML page (and Markdown) and print the verdict table.")
 	html := fs.String("o", "report.html", "the HTML page to write")
 	markdown := fs.String("markdown", "", "also write the report as Markdown to this file")
 	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation")

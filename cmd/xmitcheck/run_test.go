@@ -35,7 +35,9 @@ type int3Backend struct {
 
 func (f *int3Backend) Name() string { return "fake" }
 
-func (f *int3Backend) Run(ctx context.Context, k *kernels.Kernel, job vmtest.Job, sink vmtest.Sink) (*vmtest.Outcome, error) {
+func (f *int3Backend) Run(
+	ctx context.Context, k *kernels.Kernel, job vmtest.Job, sink vmtest.Sink,
+) (*vmtest.Outcome, error) {
 	boot := len(f.jobs)
 	f.jobs = append(f.jobs, job)
 	out := &vmtest.Outcome{Accel: "tcg"}

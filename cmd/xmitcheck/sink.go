@@ -92,7 +92,8 @@ func (s *resultSink) Exit(b vmtest.Binary, code int) {
 	verdict := s.conv.End()
 	s.conv = nil
 	if s.progress != nil {
-		fmt.Fprintf(s.progress, "xmitcheck: %s: %s %s (exit %d) at %v\n", s.kernel, results.ShortPackage(b.Name), cmp.Or(verdict, "ended"), code, time.Since(s.started).Round(time.Second))
+		fmt.Fprintf(s.progress, "xmitcheck: %s: %s %s (exit %d) at %v\n", s.kernel, results.ShortPackage(b.Name),
+			cmp.Or(verdict, "ended"), code, time.Since(s.started).Round(time.Second))
 	}
 	if code != 0 && verdict != "fail" {
 		// The binary failed without saying so (a panic, a kill, a leak

@@ -18,7 +18,8 @@ import (
 // buildTests compiles the test binaries of pkgs (go test -c, static so they
 // run in a bare initramfs) into dir and returns them, in order, with args.
 func buildTests(ctx context.Context, dir string, pkgs []string, args []string) ([]vmtest.Binary, error) {
-	list := exec.CommandContext(ctx, "go", append([]string{"list", "-json=ImportPath,Name,Dir,GoFiles,TestGoFiles,XTestGoFiles"}, pkgs...)...)
+	listArgs := []string{"list", "-json=ImportPath,Name,Dir,GoFiles,TestGoFiles,XTestGoFiles"}
+	list := exec.CommandContext(ctx, "go", append(listArgs, pkgs...)...)
 	var stderr bytes.Buffer
 	list.Stderr = &stderr
 	out, err := list.Output()
@@ -44,7 +45,12 @@ func buildTests(ctx context.Context, dir string, pkgs []string, args []string) (
 		for _, f := range slices.Concat(p.GoFiles, p.TestGoFiles, p.XTestGoFiles) {
 			srcs = append(srcs, filepath.Join(p.Dir, f))
 		}
-		bins = append(bins, vmtest.Binary{Name: p.ImportPath, Path: filepath.Join(dir, p.Name+".test"), Args: args, Sources: srcs})
+		bins = append(bins, vmtest.Binary{
+			Name:    p.ImportPath,
+			Path:    filepath.Join(dir, p.Name+".test"),
+			Args:    args,
+			Sources: srcs,
+		})
 	}
 	if len(bins) == 0 {
 		return nil, usagef("no tests in %s", strings.Join(pkgs, " "))
@@ -71,7 +77,8 @@ func initBinary(ctx context.Context, dir string) (string, error) {
 	build := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/xmitcheck/xmitcheck/cmd/xmitcheck")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("this xmitcheck is dynamically linked and rebuilding it statically failed (%v: %s): build it with `CGO_ENABLED=0 go build ./cmd/xmitcheck` (make build)", err, bytes.TrimSpace(b))
+		return "", fmt.Errorf("this xmitcheck is dynamically linked and rebuilding it statically failed (%v: %s): "+
+			"build it with `CGO_ENABLED=0 go build ./cmd/xmitcheck` (make build)", err, bytes.TrimSpace(b))
 	}
 	return out, nil
 }

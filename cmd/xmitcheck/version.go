@@ -8,7 +8,8 @@ import (
 // cmdVersion prints the module's version and the VCS revision the binary
 // was built from, as debug.ReadBuildInfo knows them.
 func cmdVersion(args []string) error {
-	if err := usageOnly("version", "", "Print xmitcheck's version, the revision it was built from and the Go that built it.", args); err != nil {
+	about := "Print xmitcheck's version, the revision it was built from and the Go that built it."
+	if err := usageOnly("version", "", about, args); err != nil {
 		return err
 	}
 	fmt.Println(version())

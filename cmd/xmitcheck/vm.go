@@ -38,17 +38,19 @@ type vmFlags struct {
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {
-	fs.Var(&v.kernels, "kernel", "kernel to run on, repeatable: a catalog name (xmitcheck kernels lists them: debian:7.3, debian:7.3-rt, …), build:NAME, host, or a path (default "+kernels.DefaultKernel+")")
+	fs.Var(&v.kernels, "kernel",
+		"kernel to run on, repeatable: a catalog name, build:NAME, host or a path (default "+kernels.DefaultKernel+")")
 	fs.StringVar(&v.modules, "modules", "", "modules directory (lib/modules/V) of a kernel given as a bzImage path")
 	fs.StringVar(&v.backend, "backend", "native", "how to boot: native (qemu with xmitcheck as init) or vng (virtme-ng)")
 	fs.StringVar(&v.accel, "accel", "auto", "qemu acceleration: auto (KVM where it works, else TCG), kvm or tcg")
 	fs.IntVar(&v.cpus, "cpus", 2, "guest vCPUs")
 	fs.IntVar(&v.memoryMB, "memory", 1024, "guest memory in MiB")
-	fs.DurationVar(&v.boot, "boot-timeout", 0, "longest time from qemu start to the guest's first word (0: the backend's, 60s native, 5m vng)")
+	fs.DurationVar(&v.boot, "boot-timeout", 0,
+		"longest wait from qemu start to the guest's first word (0: 60s native, 5m vng)")
 	fs.DurationVar(&v.idle, "idle-timeout", 0, "longest time without any output before the run counts as hung (0: 2m)")
 	fs.DurationVar(&v.overall, "timeout", 0, "longest time for one kernel's whole run (0: 30m)")
-	fs.Var(&v.modprobe, "modprobe", "also load these modules (with their dependencies) in the guest, repeatable: --modprobe geneve")
-	fs.StringVar(&v.expect, "expect", "", "what every kernel of the run must show, e.g. 000,003,004 or '!000' (seeds, features, xfail:ISSUE; see kernels/expectations), in place of what the kernel's line in kernels/expectations (else the seeds of "+kernels.ReferenceKernel+") says")
+	fs.Var(&v.modprobe, "modprobe", "also load these modules and their dependencies in the guest (repeatable)")
+	fs.StringVar(&v.expect, "expect", "", "what every kernel must show, e.g. 000,003,004 or '!000' (docs/verdicts.md)")
 }
 
 func (v *vmFlags) check() error {
@@ -74,7 +76,8 @@ func (v *vmFlags) check() error {
 	for _, name := range v.kernels {
 		if name == "host" {
 			if os.Geteuid() != 0 {
-				return fmt.Errorf("--kernel host runs the suites on this machine and needs root: run as root, or pick a VM kernel such as --kernel %s", kernels.DefaultKernel)
+				return fmt.Errorf("--kernel host runs the suites on this machine and needs root: run as root, or use --kernel %s",
+					kernels.DefaultKernel)
 			}
 			continue
 		}
@@ -164,7 +167,8 @@ func guestEnv(k *kernels.Kernel, judged bool) []string {
 		env = append(env, feature.JudgedEnv+"=1")
 	}
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "XMITCHECK_") && !strings.HasPrefix(kv, "XMITCHECK_KERNEL=") && !strings.HasPrefix(kv, feature.JudgedEnv+"=") {
+		ours := strings.HasPrefix(kv, "XMITCHECK_KERNEL=") || strings.HasPrefix(kv, feature.JudgedEnv+"=")
+		if strings.HasPrefix(kv, "XMITCHECK_") && !ours {
 			env = append(env, kv)
 		}
 	}
