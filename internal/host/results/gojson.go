@@ -114,7 +114,8 @@ func (j *jsonRun) test(pkg, name string, n *node) {
 	j.kernelLines(pkg, name, t)
 	st := n.status()
 	if t.Judged != "" {
-		j.emit(Event{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: indent(name) + "    xmitcheck: " + judgedWord(st) + t.Judged + "\n"})
+		line := indent(name) + "    xmitcheck: " + judgedWord(st) + t.Judged + "\n"
+		j.emit(Event{Time: t.Ended, Action: "output", Package: pkg, Test: name, Output: line})
 	}
 	action := map[Status]string{Pass: "pass", Fail: "fail", Skip: "skip", XFail: "skip"}[st]
 	word := map[Status]string{Pass: "PASS", Fail: "FAIL", Skip: "SKIP", XFail: "SKIP"}[st]
@@ -149,10 +150,13 @@ func (j *jsonRun) verdicts() {
 		if !ok {
 			action, word = "fail", "FAIL"
 		}
+		out := func(line string) {
+			j.emit(Event{Time: at, Action: "output", Package: pkg, Test: name, Output: line + "\n"})
+		}
 		j.emit(Event{Time: at, Action: "run", Package: pkg, Test: name})
-		j.emit(Event{Time: at, Action: "output", Package: pkg, Test: name, Output: "=== RUN   " + name + "\n"})
-		j.emit(Event{Time: at, Action: "output", Package: pkg, Test: name, Output: "    " + why + "\n"})
-		j.emit(Event{Time: at, Action: "output", Package: pkg, Test: name, Output: "--- " + word + ": " + name + " (0.00s)\n"})
+		out("=== RUN   " + name)
+		out("    " + why)
+		out("--- " + word + ": " + name + " (0.00s)")
 		j.emit(Event{Time: at, Action: action, Package: pkg, Test: name})
 	}
 	for _, v := range r.Verdicts {
@@ -166,7 +170,8 @@ func (j *jsonRun) verdicts() {
 	}
 	if r.Err != nil {
 		failed = true
-		j.emit(Event{Time: at, Action: "output", Package: pkg, Output: "error: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ") + "\n"})
+		line := "error: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ") + "\n"
+		j.emit(Event{Time: at, Action: "output", Package: pkg, Output: line})
 	}
 	line, action := "ok  ", "pass"
 	if failed {

@@ -130,11 +130,13 @@ func junitPackage(r *Run, p *node) junitSuite {
 			t = *n.test
 			c.Time = seconds(t.Elapsed)
 		}
-		body := strings.Join(append(append([]string{}, t.Output...), t.Kernel...), "\n")
+		body := t.transcript()
 		switch st := n.status(); {
 		case st == Fail && t.Artefact:
 			s.Errors++
-			c.Error = &junitMessage{Type: junitEmulator, Message: "not tested: the emulator failed it, not the kernel", Body: body}
+			c.Error = &junitMessage{
+				Type: junitEmulator, Message: "not tested: the emulator failed it, not the kernel", Body: body,
+			}
 		case st == Fail:
 			s.Failures++
 			typ := junitAssertion
@@ -158,7 +160,7 @@ func junitPackage(r *Run, p *node) junitSuite {
 		s.Tests++
 		s.Failures++
 		s.Cases = append(s.Cases, junitCase{Class: class, Name: "(test binary)", Time: "0",
-			Failure: &junitMessage{Type: junitKernel, Message: p.test.firstFailure(), Body: strings.Join(append(append([]string{}, p.test.Output...), p.test.Kernel...), "\n")}})
+			Failure: &junitMessage{Type: junitKernel, Message: p.test.firstFailure(), Body: p.test.transcript()}})
 	}
 	return s
 }
@@ -166,7 +168,10 @@ func junitPackage(r *Run, p *node) junitSuite {
 // junitVerdicts is the run's verdicts as a testsuite.
 func junitVerdicts(r *Run) junitSuite {
 	class := label(r) + "/" + VerdictPackage
-	s := junitSuite{Name: class, Package: class, Time: "0", Timestamp: timestamp(r.Ended), SystemOut: strings.Join(r.Notes, "\n")}
+	s := junitSuite{
+		Name: class, Package: class, Time: "0", Timestamp: timestamp(r.Ended),
+		SystemOut: strings.Join(r.Notes, "\n"),
+	}
 	for _, v := range r.Verdicts {
 		c := junitCase{Class: class, Name: string(v.Seed), Time: "0"}
 		if v.Mismatch() {

@@ -1,9 +1,6 @@
 package results
 
-import (
-	"strings"
-	"time"
-)
+import "time"
 
 // Snapshot is one kernel's run as a file holds it (the matrix's
 // results.json, read by the report): what the run's writers need, without
@@ -41,8 +38,11 @@ type SnapshotTest struct {
 // Snapshot returns the run's snapshot; the caller fills in what the run
 // does not know (Name, Release, Package).
 func (r *Run) Snapshot() Snapshot {
-	s := Snapshot{Kernel: r.Kernel, Accel: r.Accel, BootToFirstTest: r.BootToFirstTest, Total: r.Total, ExpectSource: r.ExpectSource,
-		Verdicts: r.Verdicts, Misses: r.Misses, Notes: r.Notes, Benchmarks: r.BenchmarkLines()}
+	s := Snapshot{
+		Kernel: r.Kernel, Accel: r.Accel, BootToFirstTest: r.BootToFirstTest, Total: r.Total,
+		ExpectSource: r.ExpectSource, Verdicts: r.Verdicts, Misses: r.Misses, Notes: r.Notes,
+		Benchmarks: r.BenchmarkLines(),
+	}
 	if r.Err != nil {
 		s.Err = r.Err.Error()
 	}
@@ -53,7 +53,7 @@ func (r *Run) Snapshot() Snapshot {
 		st := SnapshotTest{Package: ShortPackage(t.Package), Name: t.Name, Status: t.Status, Elapsed: t.Elapsed}
 		switch t.Status {
 		case Fail:
-			st.Why = strings.Join(append(append([]string{}, t.Output...), t.Kernel...), "\n")
+			st.Why = t.transcript()
 		case Skip, XFail:
 			st.Why = t.Reason()
 		}

@@ -54,14 +54,16 @@ func WriteSoak(w io.Writer, rounds [][]*Run) bool {
 		for _, seed := range slices.Sorted(maps.Keys(verdicts)) {
 			if m := verdicts[seed]; len(m) > 1 || total(m) != len(rounds) {
 				steady = false
-				fmt.Fprintf(w, "soak: %s: verdict of %s changed: %s\n", kernel, seed, outcomes(m, func(state string, round int) string { return why[fmt.Sprintf("%s %s %d", seed, state, round)] }))
+				whyIn := func(state string, round int) string { return why[fmt.Sprintf("%s %s %d", seed, state, round)] }
+				fmt.Fprintf(w, "soak: %s: verdict of %s changed: %s\n", kernel, seed, outcomes(m, whyIn))
 			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(tests)) {
 			m := tests[name]
 			if len(m) > 1 || total(m) != len(rounds) {
 				steady = false
-				fmt.Fprintf(w, "soak: %s: flaky %s: %s\n", kernel, name, outcomes(m, func(st Status, round int) string { return why[fmt.Sprintf("%s %s %d", name, st, round)] }))
+				whyIn := func(st Status, round int) string { return why[fmt.Sprintf("%s %s %d", name, st, round)] }
+				fmt.Fprintf(w, "soak: %s: flaky %s: %s\n", kernel, name, outcomes(m, whyIn))
 			}
 		}
 	}
@@ -125,7 +127,8 @@ func writeMargins(w io.Writer, rounds [][]*Run) {
 			continue
 		}
 		slices.SortStableFunc(all, func(a, b feature.Margin) int { return cmp.Compare(a.Left(), b.Left()) })
-		fmt.Fprintf(w, "soak: %s: %d time-bounded waits, the worst of each over %d rounds, tightest first:\n", rounds[0][k].Kernel, len(all), len(rounds))
+		fmt.Fprintf(w, "soak: %s: %d time-bounded waits, the worst of each over %d rounds, tightest first:\n",
+			rounds[0][k].Kernel, len(all), len(rounds))
 		for _, s := range all {
 			fmt.Fprintf(w, "  %v\n", s)
 		}

@@ -42,7 +42,8 @@ func WriteSummary(w io.Writer, runs []*Run) {
 		case NoVM(r.Accel):
 			timing = fmt.Sprintf(" (no VM, total %v)", r.Total.Round(time.Millisecond))
 		default:
-			timing = fmt.Sprintf(" (%s, boot-to-first-test %v, total %v)", r.Accel, r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
+			timing = fmt.Sprintf(" (%s, boot-to-first-test %v, total %v)",
+				r.Accel, r.BootToFirstTest.Round(time.Millisecond), r.Total.Round(time.Millisecond))
 		}
 		fmt.Fprintf(w, "%s: %v%s\n", r.Kernel, c, timing)
 		writeReasons(w, r)

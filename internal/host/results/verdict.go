@@ -77,7 +77,9 @@ func (t *Test) firstFailure() string {
 	last := ""
 	for _, l := range t.Output {
 		l = strings.TrimSpace(l)
-		if _, ok := feature.ParseRecord(l); ok || !strings.Contains(l, ".go:") || strings.Contains(l, "failed to parse source file") {
+		_, record := feature.ParseRecord(l)
+		fromTest := strings.Contains(l, ".go:") && !strings.Contains(l, "failed to parse source file")
+		if record || !fromTest {
 			continue
 		}
 		if strings.Contains(l, "assertion failed") {
@@ -92,6 +94,12 @@ func (t *Test) firstFailure() string {
 		return strings.TrimSpace(t.Output[len(t.Output)-1])
 	}
 	return "failed"
+}
+
+// transcript is everything the test printed, then the kernel's reports
+// attached to it, one line each.
+func (t *Test) transcript() string {
+	return strings.Join(append(append([]string{}, t.Output...), t.Kernel...), "\n")
 }
 
 // VerdictPackage is the package name verdicts carry in JSON, KTAP and
