@@ -45,14 +45,20 @@ func shows(s feature.Seed) string {
 }
 
 var (
-	probe    = feature.Record{Feature: feature.IFFBackpressure, Absent: true, Why: "TUNGETFEATURES=0x7173 lacks 0x80"}.String()
 	enqueue  = feature.Record{Seed: feature.Seed004, Absent: true, Why: "devmap program ran at enqueue time"}.String()
 	sameDev  = feature.Record{Issue: feature.IssueDevmapSameDevice, Why: "one program per bulk"}.String()
 	fqMissed = feature.Record{Feature: feature.FqCodel, Absent: true, Why: "RTM_NEWQDISC fq_codel: ENOENT"}.String()
+	probe    = feature.Record{
+		Feature: feature.IFFBackpressure, Absent: true, Why: "TUNGETFEATURES=0x7173 lacks 0x80",
+	}.String()
 )
 
 func TestObserve(t *testing.T) {
-	r := stream(nil, []string{"TestA", "pass", tag(feature.Seed000Tun)}, []string{"TestA/sub", "skip", probe}, []string{"TestB", "pass"})
+	r := stream(nil,
+		[]string{"TestA", "pass", tag(feature.Seed000Tun)},
+		[]string{"TestA/sub", "skip", probe},
+		[]string{"TestB", "pass"},
+	)
 	obs := r.observe()
 	sub := r.byName[key(pkg, "TestA/sub")]
 	assert.Check(t, is.Equal(obs[sub].seed, feature.Seed000Tun), "a subtest belongs to its parent's seed")
@@ -69,12 +75,18 @@ func TestSettle(t *testing.T) {
 		judged       string
 		misses       int
 	}{
-		{"absent, as expected", "!004", []string{"T", "skip", enqueue}, XFail, "seed 004 absent, as expected: devmap program ran at enqueue time", 0},
-		{"absent where expected present", "004", []string{"T", "skip", enqueue}, Fail, "seed 004 absent: devmap program ran at enqueue time; k is expected to have it (test)", 0},
-		{"absent, not judged", "", []string{"T", "skip", enqueue}, Skip, "seed 004 absent, not judged here (test): devmap program ran at enqueue time", 0},
-		{"known issue allowed", "xfail:devmap-same-device", []string{"T", "skip", sameDev}, XFail, "known kernel issue devmap-same-device: one program per bulk", 0},
-		{"known issue not allowed", "004", []string{"T", "skip", sameDev}, Fail, "known kernel issue devmap-same-device, which the expectation does not allow here: one program per bulk", 0},
-		{"probe, feature expected", "000-tun", []string{"T", "skip", probe}, Fail, "kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80), but k is expected to have it (test)", 1},
+		{"absent, as expected", "!004", []string{"T", "skip", enqueue}, XFail,
+			"seed 004 absent, as expected: devmap program ran at enqueue time", 0},
+		{"absent where expected present", "004", []string{"T", "skip", enqueue}, Fail,
+			"seed 004 absent: devmap program ran at enqueue time; k is expected to have it (test)", 0},
+		{"absent, not judged", "", []string{"T", "skip", enqueue}, Skip,
+			"seed 004 absent, not judged here (test): devmap program ran at enqueue time", 0},
+		{"known issue allowed", "xfail:devmap-same-device", []string{"T", "skip", sameDev}, XFail,
+			"known kernel issue devmap-same-device: one program per bulk", 0},
+		{"known issue not allowed", "004", []string{"T", "skip", sameDev}, Fail,
+			"known kernel issue devmap-same-device, which the expectation does not allow here: one program per bulk", 0},
+		{"probe, feature expected", "000-tun", []string{"T", "skip", probe}, Fail,
+			"kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80), but k is expected to have it (test)", 1},
 		{"probe, feature not expected", "!000", []string{"T", "skip", probe}, Skip, "", 0},
 		{"failed on its own after a record", "!004", []string{"T", "fail", enqueue, "cleanup: link left"}, Fail, "", 0},
 	} {
@@ -98,10 +110,12 @@ func TestGather(t *testing.T) {
 	e, _ := expect.Parse("!004")
 	r.Judge(e, "test")
 	evidence := r.gather(r.observe())
-	assert.Check(t, is.Equal(evidence[feature.Seed000Tun].broken, "suites/tun.TestA: a_test.go:7: a_test.go:9: summary wrong"), "a parent that failed on its own counts")
+	assert.Check(t, is.Equal(evidence[feature.Seed000Tun].broken,
+		"suites/tun.TestA: a_test.go:7: a_test.go:9: summary wrong"), "a parent that failed on its own counts")
 	assert.Check(t, is.Equal(evidence[feature.Seed000Tun].shown, "suites/tun.TestA/sub: queue stopped"))
 	assert.Check(t, is.Equal(evidence[feature.Seed004].absent, "devmap program ran at enqueue time"))
-	assert.Check(t, is.Equal(evidence[feature.Seed004].broken, ""), "a parent whose child ended on its absence counts nothing")
+	assert.Check(t, is.Equal(evidence[feature.Seed004].broken, ""),
+		"a parent whose child ended on its absence counts nothing")
 }
 
 func TestGatherBinaryFailure(t *testing.T) {
@@ -126,13 +140,19 @@ func TestDecide(t *testing.T) {
 		{"no test ran", nil, nil, Error, "no test of the seed ran: the packages or -run given left them all out"},
 		{"no test ran, run failed", nil, errors.New("qemu failed"), Error, "qemu failed"},
 		{"broken wins", &evidence{broken: "T: lost 3", absent: "x", passed: 2, shown: "S"}, nil, Broken, "T: lost 3"},
-		{"absent and shown", &evidence{absent: "no flag", shown: "S: stopped", passed: 1}, nil, Broken, "absent (no flag), yet shown by S: stopped"},
+		{"absent and shown", &evidence{absent: "no flag", shown: "S: stopped", passed: 1}, nil, Broken,
+			"absent (no flag), yet shown by S: stopped"},
 		{"absent", &evidence{absent: "no flag", skipped: 3}, nil, Absent, "no flag"},
-		{"emulator", &evidence{untested: "T: failed by the emulator, not the kernel", passed: 1, shown: "S"}, nil, Error, "T: failed by the emulator, not the kernel"},
-		{"passed without proof", &evidence{passed: 2}, nil, Error, "2 tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; run the whole package, or a -run that keeps such a test"},
-		{"present", &evidence{passed: 2, skipped: 1, shown: "S: stopped"}, nil, Present, "passed: 2 tests, 1 skipped; shown by S: stopped"},
+		{"emulator", &evidence{untested: "T: failed by the emulator, not the kernel", passed: 1, shown: "S"}, nil, Error,
+			"T: failed by the emulator, not the kernel"},
+		{"passed without proof", &evidence{passed: 2}, nil, Error,
+			"2 tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; " +
+				"run the whole package, or a -run that keeps such a test"},
+		{"present", &evidence{passed: 2, skipped: 1, shown: "S: stopped"}, nil, Present,
+			"passed: 2 tests, 1 skipped; shown by S: stopped"},
 		{"the run died first", &evidence{skipped: 1, skipWhy: "T: no fq_codel"}, errors.New("panic"), Error, "panic"},
-		{"skipped for another reason", &evidence{skipped: 1, skipWhy: "T: needs 4 CPUs"}, nil, Error, "every test skipped, none for a reason about the seed; first: T: needs 4 CPUs"},
+		{"skipped for another reason", &evidence{skipped: 1, skipWhy: "T: needs 4 CPUs"}, nil, Error,
+			"every test skipped, none for a reason about the seed; first: T: needs 4 CPUs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := decide(feature.Seed003, tc.ev, tc.err)
@@ -153,8 +173,12 @@ func TestJudge(t *testing.T) {
 	assert.Check(t, is.Equal(v.State, Broken), "a known issue the expectation does not allow is a failure")
 	assert.Check(t, is.Contains(v.Why, "TestSame"))
 	tun, _ := r.verdict(feature.Seed000Tun)
-	assert.Check(t, is.DeepEqual(tun, Verdict{Seed: feature.Seed000Tun, State: Absent, Why: "IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)", Want: Absent}))
-	assert.Check(t, is.DeepEqual(r.Misses, []FeatureMiss{{Feature: feature.FqCodel, Probe: "RTM_NEWQDISC fq_codel: ENOENT", Test: "suites/tun.TestQdisc"}}))
+	assert.Check(t, is.DeepEqual(tun, Verdict{
+		Seed: feature.Seed000Tun, State: Absent, Why: "IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)", Want: Absent,
+	}))
+	assert.Check(t, is.DeepEqual(r.Misses, []FeatureMiss{
+		{Feature: feature.FqCodel, Probe: "RTM_NEWQDISC fq_codel: ENOENT", Test: "suites/tun.TestQdisc"},
+	}))
 	assert.Check(t, r.Mismatched())
 }
 
@@ -178,12 +202,16 @@ func TestBrokenNamesTheFailure(t *testing.T) {
 		"fastpath_test.go:69: 10s of at most 40s: 147 of 300 calls decided",
 		"fastpath_test.go:88: assertion failed: error is not nil: frames stranded"})
 	v, _ := r.verdict(feature.Seed003)
-	assert.Check(t, is.Equal(v.Why, "suites/tun.TestFastPath: a_test.go:7: fastpath_test.go:88: assertion failed: error is not nil: frames stranded"))
+	assert.Check(t, is.Equal(v.Why,
+		"suites/tun.TestFastPath: a_test.go:7: fastpath_test.go:88: assertion failed: error is not nil: frames stranded"))
 
 	r = NewRun("k")
 	r.Add(Event{Action: "run", Package: pkg, Test: "TestFastPath"})
-	r.Add(Event{Action: "output", Package: pkg, Test: "TestFastPath", Output: "    a_test.go:7: " + tag(feature.Seed003) + "\n"})
-	r.Add(Event{Action: "output", Package: pkg, Test: "TestFastPath", Output: "    fastpath_test.go:69: 10s of at most 40s\n"})
+	logs := func(line string) {
+		r.Add(Event{Action: "output", Package: pkg, Test: "TestFastPath", Output: line + "\n"})
+	}
+	logs("    a_test.go:7: " + tag(feature.Seed003))
+	logs("    fastpath_test.go:69: 10s of at most 40s")
 	r.AttachKernel(pkg, "WARNING", []string{"WARNING: CPU: 1 PID: 9 at net/core/dev.c:1 x"})
 	r.Add(Event{Action: "pass", Package: pkg, Test: "TestFastPath"})
 	r.Finish(nil)
