@@ -97,15 +97,19 @@ func checkJenkins(root *element) error {
 	if root.name != "testsuites" {
 		return fmt.Errorf("root <%s>, want <testsuites>", root.name)
 	}
-	add(attrs(root, nil, map[string]*regexp.Regexp{"name": anyValue, "time": surefireRE, "tests": anyValue, "failures": anyValue, "errors": anyValue}))
+	add(attrs(root, nil, map[string]*regexp.Regexp{
+		"name": anyValue, "time": surefireRE, "tests": anyValue, "failures": anyValue, "errors": anyValue,
+	}))
 	for _, s := range root.children {
 		if s.name != "testsuite" {
 			add(fmt.Errorf("<testsuites> holds <%s>", s.name))
 			continue
 		}
 		add(attrs(s, map[string]*regexp.Regexp{"name": anyValue, "tests": anyValue, "failures": anyValue, "errors": anyValue},
-			map[string]*regexp.Regexp{"group": anyValue, "time": surefireRE, "skipped": anyValue, "timestamp": anyValue, "hostname": anyValue,
-				"id": anyValue, "package": anyValue, "file": anyValue, "log": anyValue, "url": anyValue}))
+			map[string]*regexp.Regexp{
+				"group": anyValue, "time": surefireRE, "skipped": anyValue, "timestamp": anyValue, "hostname": anyValue,
+				"id": anyValue, "package": anyValue, "file": anyValue, "log": anyValue, "url": anyValue,
+			}))
 		for _, c := range s.children {
 			switch c.name {
 			case "properties":
@@ -114,7 +118,8 @@ func checkJenkins(root *element) error {
 				}
 			case "system-out", "system-err":
 			case "testcase":
-				add(attrs(c, map[string]*regexp.Regexp{"name": anyValue}, map[string]*regexp.Regexp{"time": anyValue, "classname": anyValue, "group": anyValue}))
+				add(attrs(c, map[string]*regexp.Regexp{"name": anyValue},
+					map[string]*regexp.Regexp{"time": anyValue, "classname": anyValue, "group": anyValue}))
 				for _, o := range c.children {
 					if !slices.Contains([]string{"skipped", "error", "failure", "system-out", "system-err"}, o.name) {
 						add(fmt.Errorf("<testcase> holds <%s>", o.name))
@@ -190,7 +195,10 @@ func junitSample() []*Run {
 	r := NewRun("build:x (7.3.4)")
 	r.Name = "build:x"
 	r.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
-	r.Add(Event{Action: "output", Package: pkg, Test: "TestA", Output: "    a_test.go:1: " + feature.Record{Seed: feature.Seed000Tun}.String() + "\n"})
+	r.Add(Event{
+		Action: "output", Package: pkg, Test: "TestA",
+		Output: "    a_test.go:1: " + feature.Record{Seed: feature.Seed000Tun}.String() + "\n",
+	})
 	r.AttachKernel(pkg, "panic", []string{"Oops: int3: 0000 [#1]"})
 	r.MarkArtefact(pkg)
 	r.Finish(errors.New("suites/tun could not be tested: TCG ran stale code twice"))
@@ -235,15 +243,25 @@ func TestJUnit(t *testing.T) {
 
 // TestJUnitSchemaRules: the checks reject what each schema rejects.
 func TestJUnitSchemaRules(t *testing.T) {
+	// doc is one testsuite that both schemas take but for what a case
+	// changes: its counts, its timestamp and its test cases.
+	doc := func(counts, timestamp, cases string) string {
+		return `<testsuites><testsuite name="a" package="a" id="0" ` + counts + ` errors="0" time="0"` +
+			` timestamp="` + timestamp + `" hostname="h"><properties></properties>` + cases +
+			`<system-out></system-out><system-err></system-err></testsuite></testsuites>`
+	}
 	for _, tc := range []struct{ name, doc, err string }{
 		{"testsuites with attributes", `<testsuites tests="1"></testsuites>`, "<testsuites> has tests"},
-		{"no classname", `<testsuites><testsuite name="a" package="a" id="0" tests="1" failures="0" errors="0" time="0" timestamp="2026-12-01T10:00:00" hostname="h"><properties></properties><testcase name="T" time="0"></testcase><system-out></system-out><system-err></system-err></testsuite></testsuites>`, "<testcase> lacks classname"},
-		{"a zone in the timestamp", `<testsuites><testsuite name="a" package="a" id="0" tests="0" failures="0" errors="0" time="0" timestamp="2026-12-01T10:00:00Z" hostname="h"><properties></properties><system-out></system-out><system-err></system-err></testsuite></testsuites>`, "timestamp"},
-		{"failure without type", `<testsuites><testsuite name="a" package="a" id="0" tests="1" failures="1" errors="0" time="0" timestamp="2026-12-01T10:00:00" hostname="h"><properties></properties><testcase name="T" classname="c" time="0"><failure message="m"></failure></testcase><system-out></system-out><system-err></system-err></testsuite></testsuites>`, "<failure> lacks type"},
+		{"no classname", doc(`tests="1" failures="0"`, "2026-12-01T10:00:00",
+			`<testcase name="T" time="0"></testcase>`), "<testcase> lacks classname"},
+		{"a zone in the timestamp", doc(`tests="0" failures="0"`, "2026-12-01T10:00:00Z", ""), "timestamp"},
+		{"failure without type", doc(`tests="1" failures="1"`, "2026-12-01T10:00:00",
+			`<testcase name="T" classname="c" time="0"><failure message="m"></failure></testcase>`), "<failure> lacks type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.ErrorContains(t, checkAnt(parseXML(t, []byte(tc.doc))), tc.err)
 		})
 	}
-	assert.ErrorContains(t, checkJenkins(parseXML(t, []byte(`<testsuites><testsuite name="a" tests="0" failures="0"></testsuite></testsuites>`))), "<testsuite> lacks errors")
+	noErrors := `<testsuites><testsuite name="a" tests="0" failures="0"></testsuite></testsuites>`
+	assert.ErrorContains(t, checkJenkins(parseXML(t, []byte(noErrors))), "<testsuite> lacks errors")
 }

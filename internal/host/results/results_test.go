@@ -23,19 +23,22 @@ const pkg = "github.com/xmitcheck/xmitcheck/suites/tun"
 // subtests (one failing) and a test that a kernel splat interrupts.
 func sample() *Run {
 	r := NewRun("debian:7.3 (7.3.4-1)")
+	known := feature.Record{Issue: feature.IssueDevmapSameDevice, Why: "one program per bulk"}.String()
 	for _, e := range []Event{
 		{Action: "start", Package: pkg},
 		{Action: "run", Package: pkg, Test: "TestStock"},
 		{Action: "output", Package: pkg, Test: "TestStock", Output: "=== RUN   TestStock\n"},
 		{Action: "pass", Package: pkg, Test: "TestStock", Elapsed: 0.5},
 		{Action: "run", Package: pkg, Test: "TestFlag"},
-		{Action: "output", Package: pkg, Test: "TestFlag", Output: "    flag_test.go:12: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)\n"},
+		{Action: "output", Package: pkg, Test: "TestFlag",
+			Output: "    flag_test.go:12: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)\n"},
 		{Action: "output", Package: pkg, Test: "TestFlag", Output: "--- SKIP: TestFlag (0.00s)\n"},
 		{Action: "skip", Package: pkg, Test: "TestFlag"},
 		{Action: "run", Package: pkg, Test: "TestKnown"},
 		{Action: "run", Package: pkg, Test: "TestKnown/SameDevice"},
-		{Action: "output", Package: pkg, Test: "TestKnown/SameDevice", Output: "    same_test.go:9: " + feature.Record{Issue: feature.IssueDevmapSameDevice, Why: "one program per bulk"}.String() + "\n"},
-		{Action: "output", Package: pkg, Test: "TestKnown/SameDevice", Output: "    same_test.go:9: known kernel issue devmap-same-device: one program per bulk\n"},
+		{Action: "output", Package: pkg, Test: "TestKnown/SameDevice", Output: "    same_test.go:9: " + known + "\n"},
+		{Action: "output", Package: pkg, Test: "TestKnown/SameDevice",
+			Output: "    same_test.go:9: known kernel issue devmap-same-device: one program per bulk\n"},
 		{Action: "skip", Package: pkg, Test: "TestKnown/SameDevice"},
 		{Action: "skip", Package: pkg, Test: "TestKnown"},
 		{Action: "run", Package: pkg, Test: "TestWake"},
@@ -81,7 +84,8 @@ func TestCrashFailsUnfinished(t *testing.T) {
 
 func TestReason(t *testing.T) {
 	r := sample()
-	assert.Equal(t, r.byName[key(pkg, "TestFlag")].Reason(), "kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)")
+	assert.Equal(t, r.byName[key(pkg, "TestFlag")].Reason(),
+		"kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80)")
 }
 
 func TestKTAP(t *testing.T) {
@@ -157,7 +161,8 @@ func TestSummaryClosingLine(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	assert.Equal(t, lines[len(lines)-1], "2 passed, 2 failed, 1 skipped, 1 xfail")
 	assert.Check(t, is.Contains(b.String(), "--- FAIL: debian:7.3 (7.3.4-1) suites/tun.TestRace\n"))
-	assert.Check(t, !strings.Contains(b.String(), "the test binary itself"), "a binary with failing tests is not reported again")
+	assert.Check(t, !strings.Contains(b.String(), "the test binary itself"),
+		"a binary with failing tests is not reported again")
 
 	r := NewRun("host")
 	r.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
@@ -178,7 +183,8 @@ func TestSummaryTiming(t *testing.T) {
 	var b bytes.Buffer
 	WriteSummary(&b, []*Run{host, vm})
 	assert.Check(t, is.Contains(b.String(), "host: 0 passed, 0 failed, 0 skipped, 0 xfail (no VM, total 24s)\n"))
-	assert.Check(t, is.Contains(b.String(), "debian:7.3: 0 passed, 0 failed, 0 skipped, 0 xfail (tcg, boot-to-first-test 3.5s, total 4m0s)\n"))
+	assert.Check(t, is.Contains(b.String(),
+		"debian:7.3: 0 passed, 0 failed, 0 skipped, 0 xfail (tcg, boot-to-first-test 3.5s, total 4m0s)\n"))
 }
 
 // TestBenchmarksPassWithTheirPackage: go test prints no "--- PASS" for a
@@ -203,8 +209,10 @@ func TestBenchmarksPassWithTheirPackage(t *testing.T) {
 func TestSummaryNamesSkips(t *testing.T) {
 	var b bytes.Buffer
 	WriteSummary(&b, []*Run{sample()})
-	assert.Check(t, is.Contains(b.String(), "  xfail 1: known kernel issue devmap-same-device: suites/tun.TestKnown/SameDevice\n"))
-	assert.Check(t, is.Contains(b.String(), "  skip 1: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80): suites/tun.TestFlag\n"))
+	assert.Check(t, is.Contains(b.String(),
+		"  xfail 1: known kernel issue devmap-same-device: suites/tun.TestKnown/SameDevice\n"))
+	assert.Check(t, is.Contains(b.String(),
+		"  skip 1: kernel lacks IFF_BACKPRESSURE (TUNGETFEATURES=0x7173 lacks 0x80): suites/tun.TestFlag\n"))
 }
 
 // TestSplitLinesJoin: test2json cuts an output line longer than 1 KiB into

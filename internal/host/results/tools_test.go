@@ -26,7 +26,10 @@ func TestGoTestTools(t *testing.T) {
 	assert.NilError(t, WriteJSON(f, runs))
 	assert.NilError(t, f.Close())
 
-	pkgs := []string{"debian:5.10/suites/devmap", "debian:5.10/suites/tun", "debian:5.10/verdicts", "debian:7.3/suites/devmap", "debian:7.3/suites/tun", "debian:7.3/verdicts"}
+	pkgs := []string{
+		"debian:5.10/suites/devmap", "debian:5.10/suites/tun", "debian:5.10/verdicts",
+		"debian:7.3/suites/devmap", "debian:7.3/suites/tun", "debian:7.3/verdicts",
+	}
 	reason := "004: absent (want present): devmap program ran at enqueue time"
 	for _, tool := range []struct {
 		name string
