@@ -37,7 +37,10 @@ type mirror struct {
 func readMirror(path string) (mirror, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return mirror{}, fmt.Errorf("reading the Debian mirror from %s: %w (xmitcheck fetches kernels from the machine's Debian source)", path, err)
+		// The catalog's kernels come from the machine's own Debian source; a
+		// machine without one can still boot a kernel given by path.
+		return mirror{}, fmt.Errorf("reading the Debian mirror from %s: %w: debian:* kernels need a Debian apt source",
+			path, err)
 	}
 	for _, stanza := range strings.Split(string(data), "\n\n") {
 		fields := map[string]string{}
@@ -146,7 +149,10 @@ func (a aptState) update(ctx context.Context, m mirror) error {
 
 // init creates the state's directories and its sources.list.
 func (a aptState) init(m mirror) error {
-	for _, d := range []string{filepath.Join(a.listsDir(), "partial"), filepath.Join(a.dir, "cache", "archives", "partial")} {
+	for _, d := range []string{
+		filepath.Join(a.listsDir(), "partial"),
+		filepath.Join(a.dir, "cache", "archives", "partial"),
+	} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -186,7 +192,7 @@ func (a aptState) run(ctx context.Context, tool, dir, command string, args ...st
 	}
 	var notFound *exec.Error
 	if errors.As(err, &notFound) {
-		return nil, fmt.Errorf("%w: install apt (xmitcheck resolves and fetches Debian kernels with apt-get and apt-cache)", err)
+		return nil, fmt.Errorf("%w: install apt (it resolves and fetches the Debian kernels)", err)
 	}
 	return nil, fmt.Errorf("%s %s: %v: %s", tool, command, err, lastAptError(append(out, stderr.Bytes()...)))
 }

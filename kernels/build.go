@@ -80,7 +80,13 @@ func (o Options) buildPaths() (buildPaths, error) {
 	}
 	root := filepath.Dir(dir)
 	work := filepath.Join(root, "buildwork")
-	return buildPaths{work, filepath.Join(work, "src"), filepath.Join(work, "out"), filepath.Join(root, "ccache"), filepath.Join(root, "builds")}, nil
+	return buildPaths{
+		work:   work,
+		src:    filepath.Join(work, "src"),
+		out:    filepath.Join(work, "out"),
+		ccache: filepath.Join(root, "ccache"),
+		builds: filepath.Join(root, "builds"),
+	}, nil
 }
 
 // buildTools are the programs a build needs, with the Debian package of each.
@@ -103,7 +109,8 @@ func checkBuildTools() error {
 		missing = append(missing, "libssl-dev")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("building a kernel needs %s: run `make deps` (scripts/deps.sh) or apt-get install them", strings.Join(missing, " "))
+		return fmt.Errorf("building a kernel needs %s: run `make deps` or apt-get install them",
+			strings.Join(missing, " "))
 	}
 	return nil
 }
@@ -161,7 +168,8 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	note(o.Progress, "build: %d files, %d changed since the last build (%v)", len(files), written, time.Since(start).Round(time.Millisecond))
+	note(o.Progress, "build: %d files, %d changed since the last build (%v)",
+		len(files), written, time.Since(start).Round(time.Millisecond))
 
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n", recipe, treeSum, Config)
@@ -288,7 +296,8 @@ func LookupBuild(name string, o Options) (*Built, error) {
 	}
 	b, err := readBuilt(filepath.Join(p.builds, name))
 	if err != nil {
-		return nil, fmt.Errorf("%w build:%s: no such build in %s (make it with `xmitcheck kernels build --tree DIR --name %[2]s`)", ErrUnknownKernel, name, p.builds)
+		return nil, fmt.Errorf("%w build:%s: no such build in %s: run `xmitcheck kernels build --tree DIR --name %[2]s`",
+			ErrUnknownKernel, name, p.builds)
 	}
 	b.Name = name
 	return b, nil
@@ -360,7 +369,8 @@ func (m *maker) run(args ...string) error {
 	if m.ctx.Err() != nil {
 		return m.ctx.Err()
 	}
-	return fmt.Errorf("%w: make %s: %v; the last lines of %s:\n%s", ErrBuild, strings.Join(args, " "), err, m.logPath, tail(m.logPath, 20))
+	return fmt.Errorf("%w: make %s: %v; the last lines of %s:\n%s",
+		ErrBuild, strings.Join(args, " "), err, m.logPath, tail(m.logPath, 20))
 }
 
 func (m *maker) output(args ...string) (string, error) {
@@ -405,7 +415,8 @@ func (m *maker) configure(frags []string) error {
 	if err := cfg.run("defconfig", "kvm_guest.config"); err != nil {
 		return err
 	}
-	merge := exec.CommandContext(m.ctx, filepath.Join(m.src, "scripts/kconfig/merge_config.sh"), append([]string{"-m", "-O", cfg.out, filepath.Join(cfg.out, ".config")}, paths...)...)
+	mergeArgs := append([]string{"-m", "-O", cfg.out, filepath.Join(cfg.out, ".config")}, paths...)
+	merge := exec.CommandContext(m.ctx, filepath.Join(m.src, "scripts/kconfig/merge_config.sh"), mergeArgs...)
 	merge.Dir, merge.Stdout, merge.Stderr = m.src, m.log, m.log
 	if err := merge.Run(); err != nil {
 		return fmt.Errorf("%w: merge_config.sh: %v (see %s)", ErrBuild, err, m.logPath)
@@ -428,6 +439,8 @@ func (m *maker) configure(frags []string) error {
 
 // checkConfig fails when an option a fragment sets did not survive
 // olddefconfig (a missing dependency, an option the tree does not have).
+// A fragment given with --config can turn the dependency on; an option the
+// tree lacks needs another tree.
 func checkConfig(config string, frags []string) error {
 	have := map[string]bool{}
 	for l := range strings.SplitSeq(config, "\n") {
@@ -444,7 +457,8 @@ func checkConfig(config string, frags []string) error {
 		}
 	}
 	if len(lost) > 0 {
-		return fmt.Errorf("%w: the config lost %s after olddefconfig (a dependency is off, or this tree has no such option)", ErrBuild, strings.Join(lost, " "))
+		return fmt.Errorf("%w: the config lost %s after olddefconfig: turn on its dependencies with --config",
+			ErrBuild, strings.Join(lost, " "))
 	}
 	return nil
 }

@@ -97,12 +97,20 @@ func TestCorruptEntry(t *testing.T) {
 		want   string
 	}{
 		{"NoManifest", func(t *testing.T, k *Kernel) { rm(t, filepath.Join(k.Root, manifestName)) }, "no manifest"},
-		{"GarbageManifest", func(t *testing.T, k *Kernel) { write(t, filepath.Join(k.Root, manifestName), "{not json") }, "manifest:"},
-		{"EmptyManifest", func(t *testing.T, k *Kernel) { write(t, filepath.Join(k.Root, manifestName), "{}") }, "manifest lacks"},
+		{"GarbageManifest", func(t *testing.T, k *Kernel) {
+			write(t, filepath.Join(k.Root, manifestName), "{not json")
+		}, "manifest:"},
+		{"EmptyManifest", func(t *testing.T, k *Kernel) {
+			write(t, filepath.Join(k.Root, manifestName), "{}")
+		}, "manifest lacks"},
 		{"VmlinuzChanged", func(t *testing.T, k *Kernel) { write(t, k.Vmlinuz, "truncated") }, "has sha256"},
 		{"VmlinuzGone", func(t *testing.T, k *Kernel) { rm(t, k.Vmlinuz) }, "no such file"},
-		{"ModuleGone", func(t *testing.T, k *Kernel) { rm(t, filepath.Join(k.ModulesDir, "kernel/drivers/net/veth.ko.xz")) }, "has 1 module files, the manifest says 2"},
-		{"NoModulesDep", func(t *testing.T, k *Kernel) { rm(t, filepath.Join(k.ModulesDir, "modules.dep")) }, "has no modules.dep"},
+		{"ModuleGone", func(t *testing.T, k *Kernel) {
+			rm(t, filepath.Join(k.ModulesDir, "kernel/drivers/net/veth.ko.xz"))
+		}, "has 1 module files, the manifest says 2"},
+		{"NoModulesDep", func(t *testing.T, k *Kernel) {
+			rm(t, filepath.Join(k.ModulesDir, "modules.dep"))
+		}, "has no modules.dep"},
 		{"NoModulesDir", func(t *testing.T, k *Kernel) { rm(t, filepath.Join(k.Root, "lib")) }, "has no modules.dep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

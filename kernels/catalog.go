@@ -48,17 +48,28 @@ type series struct {
 // devmap and qdisc sources; their configs differ (PREEMPT_RT; no 9p in
 // cloud).
 var debianSeries = []series{
-	{Entry{"debian:5.10", "bullseye", "Debian 11; devmap programs run at enqueue, no XDP live frames"}, "5.10", "amd64", false},
-	{Entry{"debian:6.1", "bookworm", "Debian 12; devmap programs run at flush"}, "6.1", "amd64", false},
-	{Entry{"debian:6.12", "trixie", "Debian 13; veth has qdisc backpressure"}, "6.12", "amd64", false},
-	{Entry{"debian:6.12-rt", "trixie", "debian:6.12's PREEMPT_RT flavour"}, "6.12", "rt-amd64", false},
-	{Entry{"debian:6.12-cloud", "trixie", "debian:6.12's cloud flavour; no 9p, so --backend native only"}, "6.12", "cloud-amd64", false},
-	{Entry{"debian:7.2", "sid", "Debian unstable; __netif_schedule fast path (Qdisc.defer_list)"}, "7.2", "amd64", true},
-	{Entry{"debian:7.2-rt", "sid", "debian:7.2's PREEMPT_RT flavour"}, "7.2", "rt-amd64", true},
-	{Entry{"debian:7.2-cloud", "sid", "debian:7.2's cloud flavour; no 9p, so --backend native only"}, "7.2", "cloud-amd64", true},
-	{Entry{"debian:7.3", "trixie-backports", "Debian 13 backports; tun/vhost IFF_BACKPRESSURE and the fast path"}, "7.3", "amd64", true},
-	{Entry{"debian:7.3-rt", "trixie-backports", "debian:7.3's PREEMPT_RT flavour"}, "7.3", "rt-amd64", true},
-	{Entry{"debian:7.3-cloud", "trixie-backports", "debian:7.3's cloud flavour; no 9p, so --backend native only"}, "7.3", "cloud-amd64", true},
+	{Entry{"debian:5.10", "bullseye", "Debian 11; devmap programs run at enqueue, no XDP live frames"},
+		"5.10", "amd64", false},
+	{Entry{"debian:6.1", "bookworm", "Debian 12; devmap programs run at flush"},
+		"6.1", "amd64", false},
+	{Entry{"debian:6.12", "trixie", "Debian 13; veth has qdisc backpressure"},
+		"6.12", "amd64", false},
+	{Entry{"debian:6.12-rt", "trixie", "debian:6.12's PREEMPT_RT flavour"},
+		"6.12", "rt-amd64", false},
+	{Entry{"debian:6.12-cloud", "trixie", "debian:6.12's cloud flavour; no 9p, so --backend native only"},
+		"6.12", "cloud-amd64", false},
+	{Entry{"debian:7.2", "sid", "Debian unstable; __netif_schedule fast path (Qdisc.defer_list)"},
+		"7.2", "amd64", true},
+	{Entry{"debian:7.2-rt", "sid", "debian:7.2's PREEMPT_RT flavour"},
+		"7.2", "rt-amd64", true},
+	{Entry{"debian:7.2-cloud", "sid", "debian:7.2's cloud flavour; no 9p, so --backend native only"},
+		"7.2", "cloud-amd64", true},
+	{Entry{"debian:7.3", "trixie-backports", "Debian 13 backports; tun/vhost IFF_BACKPRESSURE and the fast path"},
+		"7.3", "amd64", true},
+	{Entry{"debian:7.3-rt", "trixie-backports", "debian:7.3's PREEMPT_RT flavour"},
+		"7.3", "rt-amd64", true},
+	{Entry{"debian:7.3-cloud", "trixie-backports", "debian:7.3's cloud flavour; no 9p, so --backend native only"},
+		"7.3", "cloud-amd64", true},
 }
 
 // Catalog lists the kernels xmitcheck knows by name, then the two other
@@ -70,7 +81,10 @@ func Catalog() []Entry {
 	}
 	return append(out,
 		Entry{Name: "host", Description: "the running kernel, no VM (needs root; every test uses its own network namespace)"},
-		Entry{Name: "PATH", Description: "a bzImage/vmlinuz (with --modules DIR for its lib/modules/V) or a built kernel tree"},
+		Entry{
+			Name:        "PATH",
+			Description: "a bzImage/vmlinuz (with --modules DIR for its lib/modules/V) or a built kernel tree",
+		},
 	)
 }
 
@@ -110,7 +124,7 @@ func (s series) imagePattern() *regexp.Regexp {
 // mounts the guest's root over when virtiofsd cannot run.
 func CheckVng(name string) error {
 	if s, ok := lookupSeries(name); ok && s.flavour == "cloud-amd64" {
-		return fmt.Errorf("%s cannot boot under virtme-ng: Debian's cloud kernels have no 9p (CONFIG_NET_9P is off); use --backend native", name)
+		return fmt.Errorf("%s cannot boot under virtme-ng: Debian's cloud kernels have no 9p; use --backend native", name)
 	}
 	return nil
 }

@@ -63,11 +63,15 @@ func Expect(k *Kernel) (expect.Expectation, string, error) {
 		for _, x := range all {
 			maps.Copy(e.Known, x.Known)
 		}
-		return e, "seeds not judged: the running kernel has no expectation (--expect gives one); the known issues of kernels/expectations", nil
+		source := "seeds not judged: the running kernel has no expectation (--expect gives one); " +
+			"the known issues of kernels/expectations"
+		return e, source, nil
 	}
 	if e, ok := all[k.Name]; ok {
 		return e, "kernels/expectations", nil
 	}
 	ref := all[ReferenceKernel]
-	return expect.Expectation{Seeds: ref.Seeds, Known: ref.Known}, "the seeds and known issues of " + ReferenceKernel + " (not in kernels/expectations; --expect says otherwise)", nil
+	source := "the seeds and known issues of " + ReferenceKernel +
+		" (not in kernels/expectations; --expect says otherwise)"
+	return expect.Expectation{Seeds: ref.Seeds, Known: ref.Known}, source, nil
 }

@@ -55,7 +55,8 @@ func TestFetchDebian(t *testing.T) {
 			k, err := Resolve(ctx, tc.name, Options{CacheDir: cache, Progress: &progress})
 			took := time.Since(start)
 			assert.NilError(t, err, "progress:\n%s", progress.String())
-			t.Logf("%s: %s %s (release %s) fetched in %.1fs\n%s", tc.name, k.Package, k.PackageVersion, k.Release, took.Seconds(), progress.String())
+			t.Logf("%s: %s %s (release %s) fetched in %.1fs\n%s",
+				tc.name, k.Package, k.PackageVersion, k.Release, took.Seconds(), progress.String())
 
 			assert.Check(t, strings.HasPrefix(k.Package, tc.prefix), "package %q", k.Package)
 			assert.Check(t, k.PackageVersion != "", "no package version")

@@ -77,12 +77,18 @@ func (s series) pick(ctx context.Context, a aptState) (choice, error) {
 	}
 	best := choice{Image: pkg{Name: name, Version: candidates[name]}, Release: release[name]}
 	if name == "" {
-		return choice{}, fmt.Errorf("no %s package in %s's index (want one matching %s): the mirror may have dropped the series; run `xmitcheck kernels` for the catalog", s.Name, a.suite, re)
+		// Most likely the mirror dropped the series; another kernel of the
+		// catalog still works.
+		return choice{}, fmt.Errorf(
+			"no %s package in %s's index (want one matching %s): run `xmitcheck kernels` for the catalog",
+			s.Name, a.suite, re)
 	}
 	if s.split {
 		for _, want := range companions(best.Release) {
 			if candidates[want] != best.Image.Version {
-				return choice{}, fmt.Errorf("%s %s has no %s of the same version in %s's index: the mirror is mid-update, try again later", best.Image.Name, best.Image.Version, want, a.suite)
+				return choice{}, fmt.Errorf(
+					"%s %s has no %s of the same version in %s's index: the mirror is mid-update, try again later",
+					best.Image.Name, best.Image.Version, want, a.suite)
 			}
 			best.Companions = append(best.Companions, pkg{Name: want, Version: best.Image.Version})
 		}
@@ -174,7 +180,8 @@ func (a aptState) files(ctx context.Context, pkgs []pkg) ([]pkg, error) {
 		}
 		size, err := strconv.ParseInt(fields["Size"], 10, 64)
 		if err != nil || fields["Filename"] == "" || len(fields["SHA256"]) != 64 {
-			return nil, fmt.Errorf("apt-cache show %s=%s: the record lacks Filename, Size or SHA256", out[i].Name, out[i].Version)
+			return nil, fmt.Errorf("apt-cache show %s=%s: the record lacks Filename, Size or SHA256",
+				out[i].Name, out[i].Version)
 		}
 		out[i].Filename, out[i].Size, out[i].SHA256 = fields["Filename"], size, fields["SHA256"]
 	}

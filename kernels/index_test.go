@@ -36,7 +36,8 @@ func TestPickFromRecordedIndex(t *testing.T) {
 			[]string{"linux-modules-7.3.4+deb13-amd64", "linux-base-7.3.4+deb13-amd64"}},
 		// The flavours: the same series, their own packages.
 		{"debian:6.12-rt", "linux-image-6.12.117+deb13-rt-amd64-unsigned", "6.12.117-1", "6.12.117+deb13-rt-amd64", nil},
-		{"debian:6.12-cloud", "linux-image-6.12.117+deb13-cloud-amd64-unsigned", "6.12.117-1", "6.12.117+deb13-cloud-amd64", nil},
+		{"debian:6.12-cloud", "linux-image-6.12.117+deb13-cloud-amd64-unsigned",
+			"6.12.117-1", "6.12.117+deb13-cloud-amd64", nil},
 		{"debian:7.2-rt", "linux-binary-unsigned-7.2.13+deb14-rt-amd64", "7.2.13-1", "7.2.13+deb14-rt-amd64",
 			[]string{"linux-modules-7.2.13+deb14-rt-amd64", "linux-base-7.2.13+deb14-rt-amd64"}},
 		{"debian:7.2-cloud", "linux-binary-unsigned-7.2.13+deb14-cloud-amd64", "7.2.13-1", "7.2.13+deb14-cloud-amd64",
@@ -61,7 +62,8 @@ func TestPickFromRecordedIndex(t *testing.T) {
 			}
 			assert.Check(t, is.DeepEqual(got, tc.companions))
 			for _, p := range c.debs() {
-				assert.Check(t, strings.HasPrefix(p.Filename, "pool/main/l/linux/"+p.Name+"_"), "%s: Filename %q", p.Name, p.Filename)
+				pool := "pool/main/l/linux/" + p.Name + "_"
+				assert.Check(t, strings.HasPrefix(p.Filename, pool), "%s: Filename %q", p.Name, p.Filename)
 				assert.Check(t, is.Len(p.SHA256, 64), "%s", p.Name)
 				assert.Check(t, p.Size > 0, "%s", p.Name)
 			}
@@ -168,11 +170,13 @@ func needApt(t *testing.T) {
 func TestReadMirror(t *testing.T) {
 	m, err := readMirror("testdata/debian.sources")
 	assert.NilError(t, err)
-	assert.Check(t, is.DeepEqual(m, mirror{URI: "http://mirror.invalid/debian", Keyring: "/usr/share/keyrings/test-keyring.gpg"}))
+	want := mirror{URI: "http://mirror.invalid/debian", Keyring: "/usr/share/keyrings/test-keyring.gpg"}
+	assert.Check(t, is.DeepEqual(m, want))
 
 	a := aptState{dir: "/cache/apt/trixie-backports", suite: "trixie-backports"}
 	assert.Check(t, is.Equal(a.sourcesLine(m),
-		"deb [arch=amd64 signed-by=/usr/share/keyrings/test-keyring.gpg check-valid-until=no] http://mirror.invalid/debian trixie-backports main\n"))
+		"deb [arch=amd64 signed-by=/usr/share/keyrings/test-keyring.gpg check-valid-until=no] "+
+			"http://mirror.invalid/debian trixie-backports main\n"))
 	assert.Check(t, is.Contains(strings.Join(a.args(), " "), "Dir::State::Lists=/cache/apt/trixie-backports/lists"))
 
 	_, err = readMirror("testdata/index/mirror.invalid_debian_dists_sid_main_binary-amd64_Packages")

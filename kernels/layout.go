@@ -56,7 +56,9 @@ func normalise(ctx context.Context, src, root string) (string, error) {
 		}
 	}
 	if image == "" {
-		return "", fmt.Errorf("no kernel image for %s in the package (looked for boot/vmlinuz-%[1]s and lib/modules/%[1]s/vmlinuz.unsigned)", release)
+		return "", fmt.Errorf(
+			"no kernel image for %s in the package (looked for boot/vmlinuz-%[1]s and lib/modules/%[1]s/vmlinuz.unsigned)",
+			release)
 	}
 	if err := checkRelease(image, release); err != nil {
 		return "", err
@@ -87,7 +89,9 @@ func normalise(ctx context.Context, src, root string) (string, error) {
 	return release, ensureDepmod(ctx, root, release)
 }
 
-// ensureDepmod runs depmod -b root release unless modules.dep is there.
+// ensureDepmod runs depmod -b root release unless modules.dep is there. A
+// depmod that exits 0 and writes nothing looks for modules elsewhere than
+// root/lib/modules (kmod 34 can be built with another module directory).
 func ensureDepmod(ctx context.Context, root, release string) error {
 	dep := filepath.Join(root, "lib", "modules", release, "modules.dep")
 	if exists(dep) {
@@ -101,7 +105,7 @@ func ensureDepmod(ctx context.Context, root, release string) error {
 	case err != nil:
 		return fmt.Errorf("depmod -b %s %s: %v: %s", root, release, err, bytes.TrimSpace(out))
 	case !exists(dep):
-		return fmt.Errorf("depmod -b %s %s wrote no %s: this depmod looks elsewhere for modules; use kmod ≤ 33 or one built with /lib/modules", root, release, dep)
+		return fmt.Errorf("depmod -b %s %s wrote no %s: use kmod ≤ 33, or one built with /lib/modules", root, release, dep)
 	}
 	return nil
 }
@@ -132,7 +136,9 @@ func bzImageRelease(path string) (string, error) {
 	defer f.Close()
 	hdr := make([]byte, 0x210)
 	if _, err := f.ReadAt(hdr, 0); err != nil || string(hdr[0x202:0x206]) != "HdrS" {
-		return "", fmt.Errorf("%s is not an x86 bzImage (no \"HdrS\" at 0x202): give arch/x86/boot/bzImage or a vmlinuz, not the ELF vmlinux", path)
+		return "", fmt.Errorf(
+			"%s is not an x86 bzImage (no \"HdrS\" at 0x202): give arch/x86/boot/bzImage or a vmlinuz, not the ELF vmlinux",
+			path)
 	}
 	if binary.LittleEndian.Uint16(hdr[0x206:]) < 0x200 {
 		return "", fmt.Errorf("%s has a boot protocol older than 2.00: too old to boot here", path)

@@ -35,13 +35,16 @@ func inspectLocal(name, modules string) (localKernel, error) {
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return localKernel{}, fmt.Errorf("kernel path %q does not exist: give a bzImage/vmlinuz file, a built kernel tree, or one of %s", name, validNames())
+		return localKernel{}, fmt.Errorf(
+			"kernel path %q does not exist: give a bzImage/vmlinuz file, a built kernel tree, or one of %s",
+			name, validNames())
 	}
 	var lk localKernel
 	if st.IsDir() {
 		lk.image = filepath.Join(abs, "arch", "x86", "boot", "bzImage")
 		if !exists(lk.image) {
-			return localKernel{}, fmt.Errorf("%s is not a built kernel tree: it has no arch/x86/boot/bzImage (run make, or give the bzImage itself)", name)
+			return localKernel{}, fmt.Errorf(
+				"%s is not a built kernel tree: it has no arch/x86/boot/bzImage (run make, or give the bzImage itself)", name)
 		}
 		data, err := os.ReadFile(filepath.Join(abs, "include", "config", "kernel.release"))
 		if err != nil {
@@ -70,10 +73,12 @@ func inspectLocal(name, modules string) (localKernel, error) {
 			return localKernel{}, err
 		}
 		if st, err := os.Stat(lk.modules); err != nil || !st.IsDir() {
-			return localKernel{}, fmt.Errorf("modules directory %q does not exist: give the kernel's lib/modules/%s", modules, lk.release)
+			return localKernel{}, fmt.Errorf("modules directory %q does not exist: give the kernel's lib/modules/%s",
+				modules, lk.release)
 		}
 		if filepath.Base(lk.modules) != lk.release {
-			return localKernel{}, fmt.Errorf("modules directory %s is for release %q but %s is %q: give lib/modules/%[4]s", modules, filepath.Base(lk.modules), name, lk.release)
+			return localKernel{}, fmt.Errorf("modules directory %s is for release %q but %s is %q: give lib/modules/%[4]s",
+				modules, filepath.Base(lk.modules), name, lk.release)
 		}
 	}
 	return lk, nil
@@ -206,7 +211,8 @@ func linkTreeModules(ctx context.Context, tree, root, release string) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dst, "modules.order"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	listed := []byte(strings.Join(lines, "\n") + "\n")
+	if err := os.WriteFile(filepath.Join(dst, "modules.order"), listed, 0o644); err != nil {
 		return err
 	}
 	for _, f := range []string{"modules.builtin", "modules.builtin.modinfo"} {

@@ -43,7 +43,8 @@ func TestLocalModulesDir(t *testing.T) {
 		"lib/modules/wrong/kernel/drivers/net/tun.ko":          fakeModule,
 	})
 	mods := filepath.Join(dir, "lib/modules/6.1.0-50-amd64")
-	k, err := Resolve(context.Background(), filepath.Join(dir, "boot/vmlinuz-6.1.0-50-amd64"), Options{CacheDir: t.TempDir(), Modules: mods})
+	image := filepath.Join(dir, "boot/vmlinuz-6.1.0-50-amd64")
+	k, err := Resolve(context.Background(), image, Options{CacheDir: t.TempDir(), Modules: mods})
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(k.ModulesDir, filepath.Join(k.Root, "lib/modules/6.1.0-50-amd64")))
 	assert.Check(t, !exists(filepath.Join(mods, "modules.dep")), "depmod wrote into the user's modules directory")
@@ -55,9 +56,10 @@ func TestLocalModulesDir(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(data, fakeModule))
 
-	_, err = Resolve(context.Background(), filepath.Join(dir, "boot/vmlinuz-6.1.0-50-amd64"), Options{CacheDir: t.TempDir(), Modules: filepath.Join(dir, "lib/modules/wrong")})
+	wrong := filepath.Join(dir, "lib/modules/wrong")
+	_, err = Resolve(context.Background(), image, Options{CacheDir: t.TempDir(), Modules: wrong})
 	assert.ErrorContains(t, err, `is for release "wrong" but`)
-	_, err = Resolve(context.Background(), filepath.Join(dir, "boot/vmlinuz-6.1.0-50-amd64"), Options{CacheDir: t.TempDir(), Modules: filepath.Join(dir, "nope")})
+	_, err = Resolve(context.Background(), image, Options{CacheDir: t.TempDir(), Modules: filepath.Join(dir, "nope")})
 	assert.ErrorContains(t, err, "does not exist: give the kernel's lib/modules/6.1.0-50-amd64")
 }
 

@@ -70,13 +70,15 @@ func ModuleClosure(modulesDir string, names []string) (mods []Module, missing []
 		}
 		for _, c := range chain {
 			if c == name {
-				return fmt.Errorf("%s: dependency cycle %s → %s: run depmod again", filepath.Join(modulesDir, "modules.dep"), strings.Join(chain, " → "), name)
+				return fmt.Errorf("%s: dependency cycle %s → %s: run depmod again",
+					filepath.Join(modulesDir, "modules.dep"), strings.Join(chain, " → "), name)
 			}
 		}
 		e := deps[name]
 		for _, d := range e.deps {
 			if _, ok := deps[d]; !ok {
-				return fmt.Errorf("%s: %s depends on %s, which has no line of its own: run depmod again", filepath.Join(modulesDir, "modules.dep"), name, d)
+				return fmt.Errorf("%s: %s depends on %s, which has no line of its own: run depmod again",
+					filepath.Join(modulesDir, "modules.dep"), name, d)
 			}
 			if err := visit(d, append(chain, name)); err != nil {
 				return err

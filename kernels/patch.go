@@ -26,9 +26,11 @@ func readPatches(ctx context.Context, tree string, revert, apply []string) ([]pa
 			continue
 		}
 		if !isGit(tree) {
-			return nil, fmt.Errorf("--revert %s: no such patch file (a commit can only be reverted in a git tree, and %s is not one)", r, tree)
+			return nil, fmt.Errorf(
+				"--revert %s: no such patch file (a commit can only be reverted in a git tree, and %s is not one)", r, tree)
 		}
-		diff, err := exec.CommandContext(ctx, "git", "-C", tree, "show", "--format=", "--no-color", "--no-ext-diff", r).Output()
+		show := exec.CommandContext(ctx, "git", "-C", tree, "show", "--format=", "--no-color", "--no-ext-diff", r)
+		diff, err := show.Output()
 		if err != nil || len(bytes.TrimSpace(diff)) == 0 {
 			return nil, fmt.Errorf("--revert %s: neither a patch file nor a commit of %s", r, tree)
 		}
@@ -60,7 +62,8 @@ func (p patch) applyTo(ctx context.Context, dir string) error {
 		c.Stdin = strings.NewReader(p.body)
 		out, err := c.CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("%w: %s %s does not apply to the tree: %s", ErrBuild, p.dir, p.name, strings.TrimSpace(string(out)))
+			return fmt.Errorf("%w: %s %s does not apply to the tree: %s",
+				ErrBuild, p.dir, p.name, strings.TrimSpace(string(out)))
 		}
 	}
 	return nil

@@ -56,7 +56,8 @@ func Resolve(ctx context.Context, name string, opts Options) (*Kernel, error) {
 	if isPath(name) {
 		return resolveLocal(ctx, name, opts)
 	}
-	return nil, fmt.Errorf("%w %q: use one of %s, or a path to a bzImage or kernel tree", ErrUnknownKernel, name, validNames())
+	return nil, fmt.Errorf("%w %q: use one of %s, or a path to a bzImage or kernel tree",
+		ErrUnknownKernel, name, validNames())
 }
 
 // Cached returns a catalog kernel when a verified entry of it is in the
@@ -239,7 +240,8 @@ func fetch(ctx context.Context, s series, c choice, a aptState, dir string, prog
 		return nil, fmt.Errorf("%s: the entry just built does not verify: %w", s.Name, err)
 	}
 	note(progress, "%s ready in %.1fs (download %.1fs, check and unpack %.1fs, depmod %.1fs): %s", s.Name,
-		time.Since(start).Seconds(), downloaded.Sub(start).Seconds(), unpacked.Sub(downloaded).Seconds(), time.Since(unpacked).Seconds(), k.Vmlinuz)
+		time.Since(start).Seconds(), downloaded.Sub(start).Seconds(),
+		unpacked.Sub(downloaded).Seconds(), time.Since(unpacked).Seconds(), k.Vmlinuz)
 	return k, nil
 }
 
@@ -256,7 +258,8 @@ func checkDeb(dir string, p pkg) (string, error) {
 		return "", err
 	}
 	if st.Size() != p.Size {
-		return "", fmt.Errorf("%s is %d bytes, the index says %d: the download is damaged, try again", path, st.Size(), p.Size)
+		return "", fmt.Errorf("%s is %d bytes, the index says %d: the download is damaged, try again",
+			path, st.Size(), p.Size)
 	}
 	sum, err := fileSHA256(path)
 	if err != nil {

@@ -32,14 +32,18 @@ func TestResolveUnknown(t *testing.T) {
 		assert.Check(t, errors.Is(err, ErrUnknownKernel), "%q: %v", name, err)
 	}
 	_, err := Resolve(context.Background(), "debian:9.9", Options{CacheDir: t.TempDir()})
-	assert.Error(t, err, `unknown kernel "debian:9.9": use one of debian:5.10, debian:6.1, debian:6.12, debian:6.12-rt, debian:6.12-cloud, debian:7.2, debian:7.2-rt, debian:7.2-cloud, debian:7.3, debian:7.3-rt, debian:7.3-cloud, host, or a path to a bzImage or kernel tree`)
+	assert.Error(t, err, `unknown kernel "debian:9.9": use one of `+
+		`debian:5.10, debian:6.1, debian:6.12, debian:6.12-rt, debian:6.12-cloud, `+
+		`debian:7.2, debian:7.2-rt, debian:7.2-cloud, debian:7.3, debian:7.3-rt, debian:7.3-cloud, host, `+
+		`or a path to a bzImage or kernel tree`)
 }
 
 // TestCheckVng: virtme-ng refuses the cloud flavours (no 9p) by name,
 // before anything is fetched; every other kernel is left to vng.
 func TestCheckVng(t *testing.T) {
 	for _, name := range []string{"debian:6.12-cloud", "debian:7.2-cloud", "debian:7.3-cloud"} {
-		assert.Check(t, is.Error(CheckVng(name), name+" cannot boot under virtme-ng: Debian's cloud kernels have no 9p (CONFIG_NET_9P is off); use --backend native"))
+		want := name + " cannot boot under virtme-ng: Debian's cloud kernels have no 9p; use --backend native"
+		assert.Check(t, is.Error(CheckVng(name), want))
 	}
 	for _, name := range []string{"debian:7.3", "debian:7.3-rt", "debian:6.12-rt", "host", "./bzImage", "build:no003"} {
 		assert.Check(t, CheckVng(name), name)
@@ -50,7 +54,8 @@ func TestResolveMissingPath(t *testing.T) {
 	for _, name := range []string{"./bzImage-nope", "/nonexistent/arch/x86/boot/bzImage", "build/linux"} {
 		_, err := Resolve(context.Background(), name, Options{CacheDir: t.TempDir()})
 		assert.Check(t, !errors.Is(err, ErrUnknownKernel), "%q: %v", name, err)
-		assert.Check(t, is.ErrorContains(err, "kernel path \""+name+"\" does not exist: give a bzImage/vmlinuz file, a built kernel tree"), name)
+		want := "kernel path \"" + name + "\" does not exist: give a bzImage/vmlinuz file, a built kernel tree"
+		assert.Check(t, is.ErrorContains(err, want), name)
 	}
 }
 

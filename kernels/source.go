@@ -16,7 +16,8 @@ import (
 func Source(ctx context.Context, name, dir string, opts Options) (string, error) {
 	s, ok := lookupSeries(name)
 	if !ok {
-		return "", fmt.Errorf("%w %q: the sources come with the catalog's Debian kernels: %s", ErrUnknownKernel, name, validNames())
+		return "", fmt.Errorf("%w %q: the sources come with the catalog's Debian kernels: %s",
+			ErrUnknownKernel, name, validNames())
 	}
 	tree := filepath.Join(dir, "linux-source-"+s.upstream)
 	if _, err := os.Lstat(tree); err == nil {

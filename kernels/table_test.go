@@ -17,7 +17,8 @@ import (
 func TestTablesMatchExpectations(t *testing.T) {
 	all, err := ExpectationTable()
 	assert.NilError(t, err)
-	checkBlock(t, filepath.Join("..", "docs", "verdicts.md"), "<!-- expectations: begin -->\n```\n", "```\n<!-- expectations: end -->", all)
+	begin, end := "<!-- expectations: begin -->\n```\n", "```\n<!-- expectations: end -->"
+	checkBlock(t, filepath.Join("..", "docs", "verdicts.md"), begin, end, all)
 }
 
 // checkBlock checks that path holds want between begin and the next end,
@@ -42,5 +43,6 @@ func checkBlock(t *testing.T, path, begin, end, want string) {
 		assert.NilError(t, os.WriteFile(path, []byte(s[:i]+want+s[i+j:]), 0o644))
 		return
 	}
-	t.Errorf("%s: the table differs from kernels/expectations:\n%s\nwant:\n%s\n(go test ./kernels -run TestTablesMatchExpectations -args -update)", path, s[i:i+j], want)
+	t.Errorf("%s: the table differs from kernels/expectations:\n%s\nwant:\n%s\n"+
+		"(go test ./kernels -run TestTablesMatchExpectations -args -update)", path, s[i:i+j], want)
 }

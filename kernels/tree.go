@@ -54,7 +54,8 @@ func isGit(dir string) bool {
 func listTree(ctx context.Context, dir string) ([]treeFile, error) {
 	var rels []string
 	if isGit(dir) {
-		out, err := exec.CommandContext(ctx, "git", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+		ls := exec.CommandContext(ctx, "git", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+		out, err := ls.Output()
 		if err != nil {
 			return nil, fmt.Errorf("listing the files of %s: git ls-files: %w", dir, err)
 		}
@@ -191,7 +192,10 @@ func copyIfChanged(srcDir, dstDir string, f treeFile) (sum [sha256.Size]byte, wr
 		return sum, false, err
 	}
 	sum = sha256.Sum256(data)
-	if st, err := os.Lstat(dst); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 == f.mode&0o111 && st.Size() == int64(len(data)) {
+	st, statErr := os.Lstat(dst)
+	sameShape := statErr == nil && st.Mode().IsRegular() &&
+		st.Mode()&0o111 == f.mode&0o111 && st.Size() == int64(len(data))
+	if sameShape {
 		if cur, err := os.ReadFile(dst); err == nil && bytes.Equal(cur, data) {
 			return sum, false, nil
 		}
