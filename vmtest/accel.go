@@ -94,7 +94,8 @@ func writeVerdict(cacheDir, accel string) error {
 // reboot, with a warning, and boots again under TCG. boot gets the
 // accelerator, the job (its boot timeout cut for the probe) and whether
 // this boot is the probe.
-func bootAccel(choice accelChoice, job Job, probeBoot time.Duration, cacheDir string, warn io.Writer, boot func(accel string, job Job, probe bool) (*Outcome, error)) (*Outcome, error) {
+func bootAccel(choice accelChoice, job Job, probeBoot time.Duration, cacheDir string, warn io.Writer,
+	boot func(accel string, job Job, probe bool) (*Outcome, error)) (*Outcome, error) {
 	if choice.Probe {
 		probeJob := job
 		probeJob.Timeouts.Boot = min(job.Timeouts.Boot, probeBoot)

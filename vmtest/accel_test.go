@@ -26,7 +26,7 @@ func TestBootAccel(t *testing.T) {
 			dir := t.TempDir()
 			var warn bytes.Buffer
 			var boots []string
-			_, err := bootAccel(accelChoice{Accel: "kvm", Probe: true}, job, 5*time.Second, dir, &warn, func(accel string, job Job, probe bool) (*Outcome, error) {
+			boot := func(accel string, job Job, probe bool) (*Outcome, error) {
 				kind := "run"
 				if probe {
 					kind = "probe"
@@ -36,7 +36,8 @@ func TestBootAccel(t *testing.T) {
 					return nil, tc.kvmErr
 				}
 				return &Outcome{}, nil
-			})
+			}
+			_, err := bootAccel(accelChoice{Accel: "kvm", Probe: true}, job, 5*time.Second, dir, &warn, boot)
 			assert.Check(t, is.DeepEqual(boots, tc.want))
 			assert.Check(t, is.Equal(readVerdict(dir), tc.verdict))
 			if tc.verdict == "tcg" {
@@ -48,10 +49,11 @@ func TestBootAccel(t *testing.T) {
 		})
 	}
 	var boots []string
-	_, err := bootAccel(accelChoice{Accel: "tcg"}, job, 5*time.Second, t.TempDir(), nil, func(accel string, job Job, probe bool) (*Outcome, error) {
+	boot := func(accel string, job Job, probe bool) (*Outcome, error) {
 		boots = append(boots, accel)
 		return &Outcome{}, nil
-	})
+	}
+	_, err := bootAccel(accelChoice{Accel: "tcg"}, job, 5*time.Second, t.TempDir(), nil, boot)
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(boots, []string{"tcg"}), "a verdict already there: no probe")
 }

@@ -50,7 +50,8 @@ type vm struct {
 }
 
 // boot runs one qemu and returns when it has exited and its streams ended.
-func boot(ctx context.Context, qemu string, c qemuConfig, job Job, ir *initramfs, sink Sink, probe bool) (*Outcome, error) {
+func boot(ctx context.Context, qemu string, c qemuConfig, job Job, ir *initramfs, sink Sink,
+	probe bool) (*Outcome, error) {
 	lnOut, err := net.Listen("unix", c.OutSock)
 	if err != nil {
 		return nil, err
@@ -174,7 +175,8 @@ func (v *vm) supervise(ctx context.Context, s streams, t Timeouts) error {
 			case !v.d.hello && now.Sub(v.start) > t.Boot:
 				v.stop(fmt.Errorf("%w: the guest runner did not start within %v (boot timeout)", ErrCrash, t.Boot))
 			case v.d.hello && now.Sub(lastAct) > t.Idle:
-				v.stop(fmt.Errorf("%w: no output for %v during %s: a hang, or a binary that prints only at the end? (see --idle-timeout)", ErrCrash, t.Idle, v.d.running()))
+				v.stop(fmt.Errorf("%w: no output for %v during %s: a hang, or a silent test (raise --idle-timeout)",
+					ErrCrash, t.Idle, v.d.running()))
 			case now.Sub(v.start) > t.Overall:
 				v.stop(fmt.Errorf("%w: the run exceeded its overall deadline of %v during %s", ErrCrash, t.Overall, v.d.running()))
 			}

@@ -58,7 +58,8 @@ func TestDemuxOrdersStreams(t *testing.T) {
 	}{
 		{"in order", []any{
 			ev(guest.EvHello, 0, 0, 0), ev(guest.EvStart, 0, 0, 0), out(0, "hello "), out(0, "a"),
-			ev(guest.EvExit, 0, 0, 7), ev(guest.EvStart, 1, 0, 0), out(1, "bye"), ev(guest.EvExit, 1, 7, 3), ev(guest.EvDone, 0, 0, 0),
+			ev(guest.EvExit, 0, 0, 7), ev(guest.EvStart, 1, 0, 0), out(1, "bye"), ev(guest.EvExit, 1, 7, 3),
+			ev(guest.EvDone, 0, 0, 0),
 		}},
 		{"control stream ahead", []any{
 			ev(guest.EvHello, 0, 0, 0), ev(guest.EvStart, 0, 0, 0), ev(guest.EvExit, 0, 0, 7), ev(guest.EvStart, 1, 0, 0),

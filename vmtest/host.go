@@ -24,7 +24,7 @@ func (Host) Name() string { return "host" }
 // Run runs job's binaries on this machine. It needs root.
 func (Host) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*Outcome, error) {
 	if os.Geteuid() != 0 {
-		return nil, errors.New("the host backend runs privileged tests on this machine and needs root: run as root, or boot a kernel in a VM")
+		return nil, errors.New("the host backend needs root: run as root, or boot a kernel in a VM")
 	}
 	job = job.withDefaults()
 	out := &Outcome{Accel: "none", Modules: map[string]string{}}
@@ -114,7 +114,9 @@ func runOnHost(ctx context.Context, b Binary, job Job, sink Sink, kmsg *kmsgWatc
 		case s := <-kmsg.C:
 			sink.Splat(s)
 		case <-idle.C:
-			reason = fmt.Errorf("%w: no output for %v while running %s: a hang, or a binary that prints only at the end? (see --idle-timeout); killed it", ErrCrash, job.Timeouts.Idle, b.Name)
+			reason = fmt.Errorf(
+				"%w: no output for %v while running %s: a hang, or a silent test (raise --idle-timeout); killed it",
+				ErrCrash, job.Timeouts.Idle, b.Name)
 			kill()
 		case <-ctx.Done():
 			if reason == nil {

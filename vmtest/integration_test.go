@@ -93,7 +93,8 @@ func tinyJob(t testing.TB, mode string, runs ...string) Job {
 	job := Job{Env: []string{"XMITCHECK_TINY=" + mode}, Accel: "tcg", Modules: []string{"tun"}, SingleThreadTCG: true,
 		Timeouts: Timeouts{Boot: 3 * time.Minute, Idle: time.Minute, Overall: 10 * time.Minute}}
 	for i, r := range runs {
-		job.Binaries = append(job.Binaries, Binary{Name: fmt.Sprintf("tiny%d", i), Path: tiny, Args: []string{"-test.v", "-test.run=^(" + r + ")$"}})
+		args := []string{"-test.v", "-test.run=^(" + r + ")$"}
+		job.Binaries = append(job.Binaries, Binary{Name: fmt.Sprintf("tiny%d", i), Path: tiny, Args: args})
 	}
 	return job
 }
@@ -124,9 +125,11 @@ func TestNativeRunsBinaries(t *testing.T) {
 	assert.Check(t, is.Equal(calls[5], "exit tiny1 3"))
 	assert.Check(t, is.Contains(r.out("tiny0"), "hello from the guest, XMITCHECK_TINY=exit3"))
 	assert.Check(t, is.Contains(r.out("tiny0"), "--- PASS: TestGuest"))
-	assert.Check(t, strings.HasSuffix(r.out("tiny1"), "no newline before exit"), "the last bytes before the exit arrive: %q", r.out("tiny1"))
+	assert.Check(t, strings.HasSuffix(r.out("tiny1"), "no newline before exit"),
+		"the last bytes before the exit arrive: %q", r.out("tiny1"))
 	assert.Check(t, is.Equal(out.Accel, "tcg"))
-	assert.Check(t, out.BootToFirstTest > 0 && out.BootToFirstTest < out.Total, "boot %v total %v", out.BootToFirstTest, out.Total)
+	assert.Check(t, out.BootToFirstTest > 0 && out.BootToFirstTest < out.Total,
+		"boot %v total %v", out.BootToFirstTest, out.Total)
 	assert.Check(t, is.Equal(out.Modules["tun"], ""), "modules: %v", out.Modules)
 	assert.Check(t, is.Len(r.splats, 0))
 	t.Logf("boot to first test %v, total %v", out.BootToFirstTest, out.Total)
@@ -158,7 +161,8 @@ func TestNativeHangIsKilledAtIdleTimeout(t *testing.T) {
 	_, err := native(t).Run(context.Background(), k, job, r)
 	elapsed := time.Since(start)
 	assert.Assert(t, errors.Is(err, ErrCrash), "err: %v", err)
-	assert.Check(t, is.ErrorContains(err, "no output for 5s during tiny0: a hang, or a binary that prints only at the end? (see --idle-timeout)"))
+	want := "no output for 5s during tiny0: a hang, or a silent test (raise --idle-timeout)"
+	assert.Check(t, is.ErrorContains(err, want))
 	assert.Check(t, is.Contains(r.out("tiny0"), "about to hang"))
 	assert.Check(t, !strings.Contains(strings.Join(r.calls, "\n"), "exit tiny0"), "a killed binary has no exit code")
 	assert.Check(t, elapsed < job.Timeouts.Boot+job.Timeouts.Idle+drainGrace+time.Second, "took %v", elapsed)
@@ -176,7 +180,8 @@ func TestNativeMillionLines(t *testing.T) {
 	assert.NilError(t, err, "console: %s", console(out))
 	assert.Check(t, is.Equal(lines.exit, 0))
 	assert.Check(t, is.Equal(lines.n, 1000000), "lines in order: %d; first out of order: %q", lines.n, lines.bad)
-	t.Logf("1e6 lines (%d bytes) in %v, %v after the first test started", lines.bytes, time.Since(start), out.Total-out.BootToFirstTest)
+	t.Logf("1e6 lines (%d bytes) in %v, %v after the first test started",
+		lines.bytes, time.Since(start), out.Total-out.BootToFirstTest)
 }
 
 // lineCounter is a Sink that counts the "line N" lines, in order.
@@ -281,7 +286,8 @@ func TestHostRunsBinaries(t *testing.T) {
 	start := time.Now()
 	_, err := Host{}.Run(context.Background(), &kernels.Kernel{Name: "host", Host: true}, job, r)
 	assert.Check(t, errors.Is(err, ErrCrash), "err: %v", err)
-	assert.Check(t, is.ErrorContains(err, "no output for 2s while running tiny1: a hang, or a binary that prints only at the end? (see --idle-timeout)"))
+	want := "no output for 2s while running tiny1: a hang, or a silent test (raise --idle-timeout)"
+	assert.Check(t, is.ErrorContains(err, want))
 	assert.Check(t, time.Since(start) < 20*time.Second, "took %v", time.Since(start))
 	assert.Check(t, is.Contains(r.calls, "exit tiny0 0"))
 	assert.Check(t, is.Contains(r.out("tiny0"), "XMITCHECK_TINY=hang"))

@@ -80,7 +80,8 @@ func (n *Native) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink)
 		return nil, err
 	}
 	if n.opts.Init == "" {
-		return nil, errors.New("native backend: no guest init binary given (build it with CGO_ENABLED=0 go build ./cmd/xmitcheck)")
+		return nil, errors.New(
+			"native backend: no guest init binary given (build it with CGO_ENABLED=0 go build ./cmd/xmitcheck)")
 	}
 	choice, err := chooseAccel(job.Accel, n.opts.CacheDir)
 	if err != nil {
@@ -101,10 +102,11 @@ func (n *Native) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink)
 		OutSock: filepath.Join(dir, "out.sock"), CtlSock: filepath.Join(dir, "ctl.sock"),
 		Append: n.opts.Append, SingleThread: job.SingleThreadTCG,
 	}
-	return bootAccel(choice, job, kvmProbeBoot, n.opts.CacheDir, n.opts.Warn, func(accel string, job Job, probe bool) (*Outcome, error) {
+	bootOne := func(accel string, job Job, probe bool) (*Outcome, error) {
 		cfg.Accel = accel
 		return boot(ctx, qemu, cfg, job, ir, sink, probe)
-	})
+	}
+	return bootAccel(choice, job, kvmProbeBoot, n.opts.CacheDir, n.opts.Warn, bootOne)
 }
 
 func (n *Native) qemu() (string, error) {

@@ -33,14 +33,22 @@ func TestSplatFixtures(t *testing.T) {
 		lines     int    // of the first splat
 		panicking bool
 	}{
-		{file: "warn.txt", kinds: []string{KindWarning}, first: "WARNING: at net/sched/sch_generic.c:255", last: "---[ end trace 1e517aac3df85c47 ]---", lines: 18},
-		{file: "warn_cpu.txt", kinds: []string{KindWarning}, first: "at net/ipv6/ip6_fib.c:1457", last: "fib6_prune_clones", lines: 13},
-		{file: "kasan.txt", kinds: []string{KindKASAN}, first: "BUG: KASAN: slab-use-after-free in kernfs_test_super", last: "kernfs_test_super", lines: 14},
-		{file: "lockdep.txt", kinds: []string{KindLockdep}, first: "possible circular locking dependency detected", last: "set_all_modules_text_rw", lines: 17},
-		{file: "rcu_stall.txt", kinds: []string{KindRCUStall}, first: "rcu_preempt detected stalls", last: "stack dump:", lines: 8},
-		{file: "hung_task.txt", kinds: []string{KindHungTask, KindHungTask, KindHungTask}, first: "task kworker/2:1:5747 blocked", last: "disables this message", lines: 3},
-		{file: "bug.txt", kinds: []string{KindBUG}, first: "BUG: kernel NULL pointer dereference", last: "Comm: cat", lines: 6},
-		{file: "panic_sysrq.txt", kinds: []string{KindPanic}, first: "Kernel panic - not syncing: sysrq triggered crash", last: "Kernel Offset: disabled", lines: 39, panicking: true},
+		{file: "warn.txt", kinds: []string{KindWarning},
+			first: "WARNING: at net/sched/sch_generic.c:255", last: "---[ end trace 1e517aac3df85c47 ]---", lines: 18},
+		{file: "warn_cpu.txt", kinds: []string{KindWarning},
+			first: "at net/ipv6/ip6_fib.c:1457", last: "fib6_prune_clones", lines: 13},
+		{file: "kasan.txt", kinds: []string{KindKASAN},
+			first: "BUG: KASAN: slab-use-after-free in kernfs_test_super", last: "kernfs_test_super", lines: 14},
+		{file: "lockdep.txt", kinds: []string{KindLockdep},
+			first: "possible circular locking dependency detected", last: "set_all_modules_text_rw", lines: 17},
+		{file: "rcu_stall.txt", kinds: []string{KindRCUStall},
+			first: "rcu_preempt detected stalls", last: "stack dump:", lines: 8},
+		{file: "hung_task.txt", kinds: []string{KindHungTask, KindHungTask, KindHungTask},
+			first: "task kworker/2:1:5747 blocked", last: "disables this message", lines: 3},
+		{file: "bug.txt", kinds: []string{KindBUG},
+			first: "BUG: kernel NULL pointer dereference", last: "Comm: cat", lines: 6},
+		{file: "panic_sysrq.txt", kinds: []string{KindPanic}, panicking: true,
+			first: "Kernel panic - not syncing: sysrq triggered crash", last: "Kernel Offset: disabled", lines: 39},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got, sc := scanFile(t, tc.file)
@@ -84,7 +92,8 @@ func TestSplatSequences(t *testing.T) {
 		assert.Check(t, is.Equal(got[1].Kind, KindPanic))
 	})
 	t.Run("the guest's own line ends a report", func(t *testing.T) {
-		got := feed("[ 3.0] INFO: task foo:1 blocked for more than 10 seconds.", "[ 3.0] detail", "xmitcheck guest: load module x: ENOENT", "[ 3.1] unrelated")
+		got := feed("[ 3.0] INFO: task foo:1 blocked for more than 10 seconds.", "[ 3.0] detail",
+			"xmitcheck guest: load module x: ENOENT", "[ 3.1] unrelated")
 		assert.Assert(t, is.Len(got, 1))
 		assert.Check(t, is.Len(got[0].Lines, 2))
 	})

@@ -74,10 +74,12 @@ func (n *Vng) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*
 		return nil, errors.New("vng (virtme-ng) not found: install it (make deps), or use the native backend")
 	}
 	if n.opts.Init == "" {
-		return nil, errors.New("vng backend: no xmitcheck binary given (build it with CGO_ENABLED=0 go build ./cmd/xmitcheck)")
+		return nil, errors.New(
+			"vng backend: no xmitcheck binary given (build it with CGO_ENABLED=0 go build ./cmd/xmitcheck)")
 	}
 	if k.ModulesDir != "" && filepath.Clean(k.ModulesDir) != filepath.Join(k.Root, "lib", "modules", k.Release) {
-		return nil, fmt.Errorf("vng needs the modules at ROOT/lib/modules/%s, but kernel %s has them at %s", k.Release, k.Name, k.ModulesDir)
+		return nil, fmt.Errorf("vng needs the modules at ROOT/lib/modules/%s, but kernel %s has them at %s",
+			k.Release, k.Name, k.ModulesDir)
 	}
 	choice, err := chooseAccel(job.Accel, n.opts.CacheDir)
 	if err != nil {
@@ -95,9 +97,10 @@ func (n *Vng) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*
 	if err != nil {
 		return nil, fmt.Errorf("vng job for %s: %w", k.Name, err)
 	}
-	return bootAccel(choice, job, vngProbeBoot, n.opts.CacheDir, n.opts.Warn, func(accel string, job Job, probe bool) (*Outcome, error) {
+	bootOne := func(accel string, job Job, probe bool) (*Outcome, error) {
 		return n.boot(ctx, vng, accel, k, job, spec, missing, sink, probe)
-	})
+	}
+	return bootAccel(choice, job, vngProbeBoot, n.opts.CacheDir, n.opts.Warn, bootOne)
 }
 
 // vngArgs is the vng argv (without argv[0]) that runs the guest runner on
@@ -113,7 +116,8 @@ func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec string) []stri
 	return append(args, "--exec", guest.EnvSpec+"="+shellQuote(spec)+" "+shellQuote(init))
 }
 
-func (n *Vng) boot(ctx context.Context, vng, accel string, k *kernels.Kernel, job Job, spec string, missing []string, sink Sink, probe bool) (*Outcome, error) {
+func (n *Vng) boot(ctx context.Context, vng, accel string, k *kernels.Kernel, job Job, spec string, missing []string,
+	sink Sink, probe bool) (*Outcome, error) {
 	cmd := exec.Command(vng, vngArgs(k, accel, job, filepath.Join(filepath.Dir(spec), "xmitcheck"), spec)...)
 	cmd.Dir = filepath.Dir(spec)
 	// Pipes of our own: exec's StdoutPipe would be closed by the Wait

@@ -28,7 +28,8 @@ func openPorts() (*portSender, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("virtio ports %s and %s not found in %s after %v (found %v): is virtio_console loaded?", OutPort, CtlPort, portsDir, portWait, found)
+			return nil, fmt.Errorf("virtio ports %s and %s not found in %s after %v (found %v): is virtio_console loaded?",
+				OutPort, CtlPort, portsDir, portWait, found)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
