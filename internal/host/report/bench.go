@@ -62,7 +62,8 @@ func benchmarks(snaps []results.Snapshot) (charts []*benchChart, problems []stri
 					k := key{bench, group, v.Unit}
 					c := byKey[k]
 					if c == nil {
-						c = &benchChart{Bench: bench, Group: group, Unit: v.Unit, Title: strings.Join(strings.Fields(bench+" "+group), " ") + ": " + title}
+						name := strings.Join(strings.Fields(bench+" "+group), " ")
+						c = &benchChart{Bench: bench, Group: group, Unit: v.Unit, Title: name + ": " + title}
 						byKey[k] = c
 						charts = append(charts, c)
 						if !slices.Contains(benchOrder, bench) {

@@ -38,9 +38,10 @@ func TestBenchmarks(t *testing.T) {
 		{Bench: "Tap", Group: "threads=10", Unit: "rx-pps", Title: "Tap threads=10: received packets/s", Series: []*series{
 			{Name: "mode=x", Values: [][]float64{{100}, nil, nil}},
 		}},
-		{Bench: "Schedule", Group: "senders=1", Unit: "raises/pkt", Title: "Schedule senders=1: NET_TX softirq raises per delivered packet", Series: []*series{
-			{Name: "Schedule", Values: [][]float64{{0.5}, nil, nil}},
-		}},
+		{Bench: "Schedule", Group: "senders=1", Unit: "raises/pkt",
+			Title: "Schedule senders=1: NET_TX softirq raises per delivered packet", Series: []*series{
+				{Name: "Schedule", Values: [][]float64{{0.5}, nil, nil}},
+			}},
 	}))
 	assert.Check(t, is.Len(problems, 1))
 	assert.Check(t, is.Contains(problems[0], "c:3: "))
@@ -58,12 +59,15 @@ func TestLayout(t *testing.T) {
 	assert.Check(t, is.Equal(zero.H, minBarH), "a 0 shows")
 	assert.Check(t, !zero.Whisker)
 	assert.Check(t, is.Equal(two.H, plotH*400/500), "the mean")
-	assert.Check(t, two.Whisker && two.WY0 == c.Top && two.WY1 == c.Base-plotH*300/500, "from the greatest to the least: %+v", two)
+	assert.Check(t, two.Whisker && two.WY0 == c.Top && two.WY1 == c.Base-plotH*300/500,
+		"from the greatest to the least: %+v", two)
 	assert.Check(t, is.DeepEqual(c.Rows, []valueRow{{Series: "x", Cells: []string{"0", "400 (n=2, 300–500)"}}}))
 }
 
 func TestFormat(t *testing.T) {
-	for v, want := range map[float64]string{0: "0", 0.034: "0.034", 12.5: "12.5", 999.9: "1k", 812345: "812k", 1.2e6: "1.2M", 3e9: "3G"} {
+	for v, want := range map[float64]string{
+		0: "0", 0.034: "0.034", 12.5: "12.5", 999.9: "1k", 812345: "812k", 1.2e6: "1.2M", 3e9: "3G",
+	} {
 		assert.Check(t, is.Equal(si(v), want), "%v", v)
 	}
 	for v, want := range map[float64]float64{0: 1, 0.41: 0.5, 1: 1, 1.2: 2, 2.4: 2.5, 3: 5, 612000: 1e6} {

@@ -40,7 +40,7 @@ func TestBrowser(t *testing.T) {
 	}
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Skip("chromium is not installed (Debian: apt-get install --no-install-recommends chromium; scripts/deps.sh installs it)")
+		t.Skip("chromium is not installed: run `make deps DEPS=browser`")
 	}
 	snaps := fixture(t)
 	b := openPage(t, chromium, snaps)
@@ -157,7 +157,10 @@ func (b *browserPage) checkFailureMessage(t *testing.T, snaps []results.Snapshot
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(title, want))
 
-	shown := fmt.Sprintf(`(() => { const p = document.querySelector(%q); return p.checkVisibility() ? p.innerText : null; })()`, cell+" pre")
+	shown := fmt.Sprintf(`(() => {
+		const p = document.querySelector(%q);
+		return p.checkVisibility() ? p.innerText : null;
+	})()`, cell+" pre")
 	before, err := chromedp.Run(b.ctx, chromedp.Evaluate[*string](shown))
 	assert.NilError(t, err)
 	assert.Check(t, before == nil, "the message shows before the click")
@@ -171,14 +174,17 @@ func (b *browserPage) checkFailureMessage(t *testing.T, snaps []results.Snapshot
 // checkCharts takes a screenshot of the whole page and checks that every
 // chart has ink, and colour over most of its bars' area.
 func (b *browserPage) checkCharts(t *testing.T) {
-	charts, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]domBox](`[...document.querySelectorAll('figure.chart svg')].map(s => {
+	charts, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]domBox](
+		`[...document.querySelectorAll('figure.chart svg')].map(s => {
 		const r = s.getBoundingClientRect();
-		const bars = [...s.querySelectorAll('rect.bar')].map(b => b.getBoundingClientRect()).reduce((a, b) => a + b.width * b.height, 0);
+		const bars = [...s.querySelectorAll('rect.bar')].map(b => b.getBoundingClientRect())
+			.reduce((a, b) => a + b.width * b.height, 0);
 		return {title: s.getAttribute('aria-label'), x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height, bars};
 	})`))
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(charts, 12), "the fixture has 2 benchmarks × 2 groups × 3 units")
-	size, err := chromedp.Run(b.ctx, chromedp.Evaluate[[2]float64](`[document.documentElement.scrollWidth, document.documentElement.scrollHeight]`))
+	size, err := chromedp.Run(b.ctx, chromedp.Evaluate[[2]float64](
+		`[document.documentElement.scrollWidth, document.documentElement.scrollHeight]`))
 	assert.NilError(t, err)
 	shot, err := chromedp.Call(b.ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
 		Format: page.CaptureScreenshotFormatPng, CaptureBeyondViewport: new(true),
@@ -259,7 +265,8 @@ func wantVerdicts(snaps []results.Snapshot) domVerdicts {
 // image's), the pixels that are not the white page (ink) and those in
 // colour (the bars); area is the box's pixels.
 func pixels(img image.Image, box domBox, scale float64) (ink, colour, area int) {
-	r := image.Rect(int(box.X*scale), int(box.Y*scale), int((box.X+box.W)*scale), int((box.Y+box.H)*scale)).Intersect(img.Bounds())
+	r := image.Rect(int(box.X*scale), int(box.Y*scale), int((box.X+box.W)*scale), int((box.Y+box.H)*scale))
+	r = r.Intersect(img.Bounds())
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			cr, cg, cb, _ := img.At(x, y).RGBA()

@@ -114,7 +114,12 @@ func layout(i int, c *benchChart, ks []kernel) svgChart {
 				continue
 			}
 			avg, lo, hi := mean(vs)
-			b := svgBar{X: round1(x + float64(n)*barW + 1), W: barW - 2, Series: n % palette, Tip: tip(ks[k].Short, s.Name, c.Unit, vs)}
+			b := svgBar{
+				X:      round1(x + float64(n)*barW + 1),
+				W:      barW - 2,
+				Series: n % palette,
+				Tip:    tip(ks[k].Short, s.Name, c.Unit, vs),
+			}
 			b.Y = min(y(avg), out.Base-minBarH)
 			b.H = round1(out.Base - b.Y)
 			if len(vs) > 1 {

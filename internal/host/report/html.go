@@ -12,7 +12,9 @@ import (
 //go:embed page.html.tmpl
 var pageHTML string
 
-var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{"dur": dur, "ranOn": ranOn, "boot": boot}).Parse(pageHTML))
+var pageTmpl = template.Must(template.New("page").
+	Funcs(template.FuncMap{"dur": dur, "ranOn": ranOn, "boot": boot}).
+	Parse(pageHTML))
 
 // WriteHTML writes the report as one HTML page that needs nothing else:
 // no script, no font, no image, no network (its Content-Security-Policy

@@ -20,17 +20,24 @@ func TestHTML(t *testing.T) {
 	text := html.UnescapeString(page)
 
 	// Self-contained: nothing to run or fetch, and a policy that forbids it.
-	assert.Check(t, is.Contains(page, `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">`))
+	csp := `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">`
+	assert.Check(t, is.Contains(page, csp))
 	for _, s := range []string{"<script", "src=", "url(", "@import", `href="http`} {
 		assert.Check(t, !strings.Contains(page, s), "the page has %q", s)
 	}
 
 	// What the JSON holds that would be markup unescaped: there, as text.
-	for _, s := range []string{"len<4&&flags|0x80", `want <nil>, got &errors.errorString{s:"flags|0x80 & <mask>"}`, "needs `ip link` | <none> & more"} {
+	for _, s := range []string{
+		"len<4&&flags|0x80",
+		`want <nil>, got &errors.errorString{s:"flags|0x80 & <mask>"}`,
+		"needs `ip link` | <none> & more",
+	} {
 		assert.Check(t, is.Contains(text, s))
 		assert.Check(t, !strings.Contains(page, s), "%q is not escaped", s)
 	}
-	assert.Check(t, !strings.Contains(page, "<mask>") && !strings.Contains(page, "<none>") && !strings.Contains(page, "<nil>"))
+	for _, s := range []string{"<mask>", "<none>", "<nil>"} {
+		assert.Check(t, !strings.Contains(page, s), "the page has %q", s)
+	}
 	// The whole multi-line failure, on hover (title) and on click (pre).
 	why := snaps[1].Tests[5].Why
 	assert.Assert(t, strings.Contains(why, "\n"))
@@ -46,7 +53,10 @@ func TestHTML(t *testing.T) {
 		}
 	}
 	assert.Check(t, is.Equal(strings.Count(page, ` mismatch"`), 3))
-	for _, s := range []string{`<td class="v-BROKEN mismatch"`, `<td class="v-absent mismatch"`, `<td class="v-error mismatch"`, `✗ want present`, `✗ never expected`, `<td class="untested"><span class="state">—</span>`} {
+	for _, s := range []string{
+		`<td class="v-BROKEN mismatch"`, `<td class="v-absent mismatch"`, `<td class="v-error mismatch"`,
+		`✗ want present`, `✗ never expected`, `<td class="untested"><span class="state">—</span>`,
+	} {
 		assert.Check(t, is.Contains(page, s))
 	}
 	for _, s := range []string{`<td class="t-pass"`, `<td class="t-fail"`, `<td class="t-skip"`, `<td class="t-xfail"`} {
@@ -70,13 +80,20 @@ func TestHTMLWithoutCharts(t *testing.T) {
 		lines []string
 		want  []string
 	}{
-		{"no benchmarks", nil, []string{"No benchmark results in these runs, so no charts", "the run failed: no boot in 60s &lt;console&gt;"}},
-		{"no charted unit", []string{"BenchmarkX-2 \t 10\t 5 ns/op\t 3 allocs/op"}, []string{"No benchmark reported rx-pps, tx-pps, lost/s, raises/pkt, so no charts"}},
-		{"a line benchfmt cannot read", []string{"BenchmarkX-2 \t ten\t 5 ns/op"}, []string{"No benchmark reported", "benchmark line not read: k:1: "}},
+		{"no benchmarks", nil, []string{
+			"No benchmark results in these runs, so no charts", "the run failed: no boot in 60s &lt;console&gt;",
+		}},
+		{"no charted unit", []string{"BenchmarkX-2 \t 10\t 5 ns/op\t 3 allocs/op"}, []string{
+			"No benchmark reported rx-pps, tx-pps, lost/s, raises/pkt, so no charts",
+		}},
+		{"a line benchfmt cannot read", []string{"BenchmarkX-2 \t ten\t 5 ns/op"}, []string{
+			"No benchmark reported", "benchmark line not read: k:1: ",
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			assert.NilError(t, WriteHTML(&b, []results.Snapshot{{Kernel: "k", Err: "no boot in 60s <console>", Benchmarks: tc.lines}}))
+			snaps := []results.Snapshot{{Kernel: "k", Err: "no boot in 60s <console>", Benchmarks: tc.lines}}
+			assert.NilError(t, WriteHTML(&b, snaps))
 			for _, s := range tc.want {
 				assert.Check(t, is.Contains(b.String(), s))
 			}

@@ -36,7 +36,8 @@ func Load(dir string) ([]results.Snapshot, error) {
 			return nil, fmt.Errorf("%s:%d:%d: not valid JSON: %w", path, line, col, err)
 		case errors.As(err, &typ):
 			line, col := position(data, typ.Offset-1)
-			return nil, fmt.Errorf("%s:%d:%d: not a JSON array of kernel results as `xmitcheck matrix` writes: %w", path, line, col, err)
+			return nil, fmt.Errorf("%s:%d:%d: not a JSON array of kernel results as `xmitcheck matrix` writes: %w",
+				path, line, col, err)
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

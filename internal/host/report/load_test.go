@@ -31,7 +31,8 @@ func TestLoad(t *testing.T) {
 	}{
 		{"corrupt", "[\n  {\"Kernel\": \"a\",\n  oops", "results.json:3:3: not valid JSON"},
 		{"not an array", `{"Kernel": "a"}`, "results.json:1:1: not a JSON array of kernel results"},
-		{"a field of the wrong type", `[{"Kernel": "a", "Total": "1s"}]`, "results.json:1:30: not a JSON array of kernel results"},
+		{"a field of the wrong type", `[{"Kernel": "a", "Total": "1s"}]`,
+			"results.json:1:30: not a JSON array of kernel results"},
 		{"empty", `[]`, "results.json holds no kernel's results"},
 		{"not snapshots", `[{"Action": "run"}]`, "results.json: entry 1 has no Kernel"},
 	} {
@@ -47,7 +48,8 @@ func TestLoad(t *testing.T) {
 		dir := t.TempDir()
 		_, err := Load(dir)
 		assert.Check(t, is.ErrorIs(err, fs.ErrNotExist))
-		assert.Check(t, is.ErrorContains(err, "no "+filepath.Join(dir, "results.json")+": `xmitcheck matrix --out "+dir+"` writes it"))
+		want := "no " + filepath.Join(dir, "results.json") + ": `xmitcheck matrix --out " + dir + "` writes it"
+		assert.Check(t, is.ErrorContains(err, want))
 	})
 	t.Run("a file", func(t *testing.T) {
 		_, err := Load("testdata/results.json")

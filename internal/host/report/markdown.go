@@ -31,7 +31,8 @@ func writeVerdicts(b *bytes.Buffer, v view) {
 		return
 	}
 	if v.Mismatches > 0 {
-		fmt.Fprintf(b, "**%d verdicts differ from the expectation** (marked ✗; BROKEN and error always do).\n\n", v.Mismatches)
+		fmt.Fprintf(b, "**%d verdicts differ from the expectation** (marked ✗; BROKEN and error always do).\n\n",
+			v.Mismatches)
 	} else {
 		b.WriteString("Every verdict is as expected.\n\n")
 	}
@@ -60,17 +61,23 @@ func writeVerdicts(b *bytes.Buffer, v view) {
 			if c.Want != "" {
 				want = ", want " + string(c.Want)
 			}
-			fmt.Fprintf(b, "- %s%s on %s: %s%s: %s\n", mark, mdText(string(s.Seed)), mdText(v.Kernels[k].Short), c.State, want, mdCode(c.Why))
+			fmt.Fprintf(b, "- %s%s on %s: %s%s: %s\n",
+				mark, mdText(string(s.Seed)), mdText(v.Kernels[k].Short), c.State, want, mdCode(c.Why))
 		}
 	}
 	b.WriteString("\n")
 }
 
 func writeKernels(b *bytes.Buffer, v view) {
-	b.WriteString("### Kernels\n\n| kernel | release | package | ran on | boot to first test | total | tests | expectation |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("### Kernels\n\n" +
+		"| kernel | release | package | ran on | boot to first test | total | tests | expectation |\n" +
+		"| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, k := range v.Kernels {
-		tableRow(b, []string{mdText(k.Kernel), mdText(k.Release), mdText(k.Package), ranOn(k.Accel), boot(k.Accel, k.BootToFirstTest), dur(k.Total),
-			fmt.Sprintf("%d pass, %d fail, %d skip, %d xfail", k.Pass, k.Fail, k.Skip, k.XFail), mdText(k.ExpectSource)})
+		tableRow(b, []string{
+			mdText(k.Kernel), mdText(k.Release), mdText(k.Package),
+			ranOn(k.Accel), boot(k.Accel, k.BootToFirstTest), dur(k.Total),
+			fmt.Sprintf("%d pass, %d fail, %d skip, %d xfail", k.Pass, k.Fail, k.Skip, k.XFail), mdText(k.ExpectSource),
+		})
 	}
 	b.WriteString("\n")
 	for _, k := range v.Kernels {
@@ -78,7 +85,8 @@ func writeKernels(b *bytes.Buffer, v view) {
 			fmt.Fprintf(b, "- %s: the run failed: %s\n", mdText(k.Short), mdCode(k.Err))
 		}
 		for _, m := range k.Misses {
-			fmt.Fprintf(b, "- %s: feature %s missing where expected (%s): %s\n", mdText(k.Short), mdText(string(m.Feature)), mdCode(m.Test), mdCode(m.Probe))
+			fmt.Fprintf(b, "- %s: feature %s missing where expected (%s): %s\n",
+				mdText(k.Short), mdText(string(m.Feature)), mdCode(m.Test), mdCode(m.Probe))
 		}
 		for _, n := range k.Notes {
 			fmt.Fprintf(b, "- %s: %s\n", mdText(k.Short), mdText(n))
@@ -128,7 +136,8 @@ func writeTests(b *bytes.Buffer, v view) {
 			continue
 		}
 		fence := strings.Repeat("`", max(3, longestRun(m.why, '`')+1))
-		fmt.Fprintf(b, "%s **failed** on %s:\n\n%s\n%s\n%s\n\n", mdCode(m.test), strings.Join(m.kernels, ", "), fence, strings.TrimRight(m.why, "\n"), fence)
+		fmt.Fprintf(b, "%s **failed** on %s:\n\n%s\n%s\n%s\n\n",
+			mdCode(m.test), strings.Join(m.kernels, ", "), fence, strings.TrimRight(m.why, "\n"), fence)
 	}
 	for _, m := range msgs {
 		if m.status != results.Fail {

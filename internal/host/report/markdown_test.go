@@ -40,17 +40,25 @@ func TestMarkdown(t *testing.T) {
 		"| seed | debian:6.12 | debian:7.3 | build:no003 |",
 		"| 003 | absent | ✗ **BROKEN** | ✗ **absent** |",
 		"| 002 | absent | absent | — |",
-		"- ✗ 003 on debian:7.3: BROKEN, want present: `suites/qdisc.TestFastPath: fastpath_test.go:88: 12 schedules with defer_list non-empty`",
+		"- ✗ 003 on debian:7.3: BROKEN, want present: " +
+			"`suites/qdisc.TestFastPath: fastpath_test.go:88: 12 schedules with defer_list non-empty`",
 		"- ✗ 000-vhost on build:no003: error: `every test skipped",
-		"| debian:7.3 (7.3.4-1\\~bpo13+1) | 7.3.4+bpo-amd64 | linux-image-7.3.4+bpo-amd64 7.3.4-1\\~bpo13+1 | tcg | 5.02s | 4m9s | 4 pass, 2 fail, 0 skip, 2 xfail | kernels/expectations |",
+		"| debian:7.3 (7.3.4-1\\~bpo13+1) | 7.3.4+bpo-amd64 | linux-image-7.3.4+bpo-amd64 7.3.4-1\\~bpo13+1 | " +
+			"tcg | 5.02s | 4m9s | 4 pass, 2 fail, 0 skip, 2 xfail | kernels/expectations |",
 		"- build:no003: feature Qdisc.defer\\_list missing where expected (`suites/qdisc.TestFastPath`)",
 		// A "|" in a table is escaped, in code too; outside, it is not.
 		"| `suites/tun.TestParse/len<4&&flags\\|0x80` | pass 3ms | **fail** 4ms | skip 1ms |",
 		"`suites/tun.TestParse/len<4&&flags|0x80` **failed** on debian:7.3:",
 		// Backticks in a message: a longer fence.
 		"- `suites/tun.TestParse/len<4&&flags|0x80` skip on build:no003: ``needs `ip link` | <none> & more``",
-		"- `suites/devmap.TestSameDevice` xfail on debian:6.12, debian:7.3, build:no003: `XFAIL known kernel issue devmap-same-device",
-		"**Tap threads=1: received packets/s** (rx-pps)\n\n|  | debian:6.12 | debian:7.3 |\n| --- | ---: | ---: |\n| qdisc=noqueue | 402k | 410k |\n| qdisc=pfifo | 398k | 405k |\n| qdisc=pfifo/mode=backpressure | — | 448k (n=2, 440k–455k) |\n",
+		"- `suites/devmap.TestSameDevice` xfail on debian:6.12, debian:7.3, build:no003: " +
+			"`XFAIL known kernel issue devmap-same-device",
+		"**Tap threads=1: received packets/s** (rx-pps)\n\n" +
+			"|  | debian:6.12 | debian:7.3 |\n" +
+			"| --- | ---: | ---: |\n" +
+			"| qdisc=noqueue | 402k | 410k |\n" +
+			"| qdisc=pfifo | 398k | 405k |\n" +
+			"| qdisc=pfifo/mode=backpressure | — | 448k (n=2, 440k–455k) |\n",
 		"**Schedule senders=2: NET\\_TX softirq raises per delivered packet** (raises/pkt)",
 	} {
 		assert.Check(t, is.Contains(md, s))
