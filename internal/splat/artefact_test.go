@@ -20,5 +20,6 @@ func TestStaleInt3(t *testing.T) {
 		"[   41.207655] Code: 48 89 fb 41 89 f4 41 89 d5 cc <90> 48 8b 43 58 a8 01 75 5a",
 	}
 	assert.Check(t, !StaleInt3(real), "a breakpoint still in the text is the kernel's")
-	assert.Check(t, !StaleInt3([]string{"BUG: kernel NULL pointer dereference", "Code: 48 89 fb 66 <90>"}), "not an int3 trap")
+	bug := []string{"BUG: kernel NULL pointer dereference", "Code: 48 89 fb 66 <90>"}
+	assert.Check(t, !StaleInt3(bug), "not an int3 trap")
 }

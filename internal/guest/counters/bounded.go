@@ -81,8 +81,10 @@ func Rounds(t *testing.T, e *netenv.Env, n int, limit time.Duration, round func(
 		}
 		used, err := WaitFor(context.Background(), limit, e.SocketsUsed, func(u int) bool { return u == base })
 		if err != nil {
-			t.Fatalf("round %d: the namespace has %d sockets after the teardown, %d before the first round: %v", i, used, base, err)
+			t.Fatalf("round %d: the namespace has %d sockets after the teardown, %d before the first round: %v",
+				i, used, base, err)
 		}
 	}
-	t.Logf("%d rounds in %v; the namespace has its %d sockets after each", n, time.Since(start).Round(time.Millisecond), base)
+	t.Logf("%d rounds in %v; the namespace has its %d sockets after each",
+		n, time.Since(start).Round(time.Millisecond), base)
 }

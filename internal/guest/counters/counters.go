@@ -27,7 +27,8 @@ func (l Link) Sub(o Link) Link {
 }
 
 func (l Link) String() string {
-	return fmt.Sprintf("tx_packets=%d tx_dropped=%d rx_packets=%d rx_dropped=%d", l.TxPackets, l.TxDropped, l.RxPackets, l.RxDropped)
+	return fmt.Sprintf("tx_packets=%d tx_dropped=%d rx_packets=%d rx_dropped=%d",
+		l.TxPackets, l.TxDropped, l.RxPackets, l.RxDropped)
 }
 
 // Qdisc is a qdisc's gnet_stats_basic and gnet_stats_queue.

@@ -26,7 +26,8 @@ func TestParseQdiscRequeues(t *testing.T) {
 	// struct tc_stats { __u64 bytes; __u32 packets, drops, overlimits, bps, pps, qlen, backlog; }
 	legacy := append(binary.NativeEndian.AppendUint64(nil, 6000), u32s(100, 7, 1, 0, 0, 3, 180, 0)...)
 	var msg []byte
-	for _, a := range []*nl.RtAttr{nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("pfifo")), stats2, nl.NewRtAttr(nl.TCA_STATS, legacy)} {
+	kind := nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("pfifo"))
+	for _, a := range []*nl.RtAttr{kind, stats2, nl.NewRtAttr(nl.TCA_STATS, legacy)} {
 		msg = append(msg, a.Serialize()...)
 	}
 	q, err := parseQdisc(msg)

@@ -16,21 +16,29 @@ func TestAccounting(t *testing.T) {
 	assert.Assert(t, a.Balanced())
 	a.Received--
 	assert.Assert(t, !a.Balanced())
-	assert.Equal(t, a.String(), "sent 100 != received 59 + device drops 10 + qdisc drops 5 + qdisc backlog 20 + in device 5")
+	assert.Equal(t, a.String(),
+		"sent 100 != received 59 + device drops 10 + qdisc drops 5 + qdisc backlog 20 + in device 5")
 	a.Uncounted, a.UncountedWhy = 1, "ring purged"
 	assert.Assert(t, a.Balanced())
-	assert.Equal(t, a.String(), "sent 100 == received 59 + device drops 10 + qdisc drops 5 + qdisc backlog 20 + in device 5 + uncounted 1 (ring purged)")
+	assert.Equal(t, a.String(),
+		"sent 100 == received 59 + device drops 10 + qdisc drops 5 + qdisc backlog 20 + in device 5"+
+			" + uncounted 1 (ring purged)")
 }
 
 func TestAccountingMaybeCounted(t *testing.T) {
 	// A kernel that counts nowhere the 8 burst drops it freed.
-	nowhere := Accounting{Sent: 100, Received: 80, QdiscDrops: 12, Uncounted: 8, UncountedWhy: "burst drops", MaybeCounted: true}
+	nowhere := Accounting{
+		Sent: 100, Received: 80, QdiscDrops: 12,
+		Uncounted: 8, UncountedWhy: "burst drops", MaybeCounted: true,
+	}
 	assert.Check(t, nowhere.Balanced())
 	// One that counts them in tx_dropped.
 	fixed := nowhere
 	fixed.DeviceDrops = 8
 	assert.Check(t, fixed.Balanced())
-	assert.Check(t, is.Equal(fixed.String(), "sent 100 == received 80 + device drops 8 + qdisc drops 12 + qdisc backlog 0 + in device 0 (the 8 burst drops are in those counters on this kernel)"))
+	assert.Check(t, is.Equal(fixed.String(),
+		"sent 100 == received 80 + device drops 8 + qdisc drops 12 + qdisc backlog 0 + in device 0"+
+			" (the 8 burst drops are in those counters on this kernel)"))
 	// Either way a frame short fails.
 	for _, a := range []Accounting{nowhere, fixed} {
 		a.Received--
@@ -56,7 +64,8 @@ func TestWaitForReportsLastValue(t *testing.T) {
 	assert.Assert(t, v > 3)
 
 	boom := errors.New("boom")
-	_, err = WaitFor(context.Background(), time.Second, func() (int, error) { return 0, boom }, func(int) bool { return true })
+	fails := func() (int, error) { return 0, boom }
+	_, err = WaitFor(context.Background(), time.Second, fails, func(int) bool { return true })
 	assert.ErrorIs(t, err, boom)
 }
 

@@ -3,7 +3,8 @@ package dropmon
 import "github.com/xmitcheck/xmitcheck/internal/guest/counters"
 
 // BurstWhy names, in a ledger, the frames freed with QDISC_BURST_DROP.
-const BurstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), refused with ENOBUFS, counted on kfree_skb"
+const BurstWhy = "QDISC_BURST_DROP before the qdisc (net.core.qdisc_max_burst), refused with ENOBUFS, " +
+	"counted on kfree_skb"
 
 // BookBurst books into a's Uncounted the n frames __dev_xmit_skb() freed
 // with QDISC_BURST_DROP (7.2+: more than net.core.qdisc_max_burst waiting

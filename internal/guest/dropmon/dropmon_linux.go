@@ -86,7 +86,13 @@ func Attach(f Filter) (*Monitor, error) {
 	m := &Monitor{}
 	// Every reason gets its slot before the program runs, so the program
 	// only adds and no two CPUs race to insert the same reason.
-	m.counts, err = ebpf.NewMap(&ebpf.MapSpec{Name: "xc_drops", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: uint32(len(e.Values))})
+	m.counts, err = ebpf.NewMap(&ebpf.MapSpec{
+		Name:       "xc_drops",
+		Type:       ebpf.Hash,
+		KeySize:    4,
+		ValueSize:  8,
+		MaxEntries: uint32(len(e.Values)),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("create the drop-reason counters: %w", err)
 	}

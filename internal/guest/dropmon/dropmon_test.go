@@ -54,7 +54,8 @@ func TestFilter(t *testing.T) {
 	assert.NilError(t, err)
 	seen, err := mine.All()
 	assert.NilError(t, err)
-	assert.Check(t, is.Equal(got, uint64(n)), "NO_SOCKET (%d) drops on this namespace's lo; every reason seen: %v", reason, seen)
+	assert.Check(t, is.Equal(got, uint64(n)),
+		"NO_SOCKET (%d) drops on this namespace's lo; every reason seen: %v", reason, seen)
 	got, err = theirs.Count(reason)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(got, uint64(0)), "NO_SOCKET drops on another namespace's lo")

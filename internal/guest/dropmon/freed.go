@@ -91,7 +91,8 @@ func (f *Freed) WaitFor(tb testing.TB, want uint64, limit time.Duration, ledger 
 	tb.Helper()
 	got, err := counters.WaitFor(context.Background(), limit, f.Count, func(c FreedCount) bool { return c.N >= want })
 	assert.NilError(tb, err, "frames freed, want %d; %v", want, ledger)
-	assert.Check(tb, got.N == want, "frames freed: %v, want %d (every frame the test did not get, freed exactly once); %v", got, want, ledger)
+	assert.Check(tb, got.N == want,
+		"frames freed: %v, want %d (every frame the test did not get, freed exactly once); %v", got, want, ledger)
 	tb.Logf("%v", got)
 }
 

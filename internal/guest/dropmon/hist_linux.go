@@ -68,7 +68,8 @@ func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 		tb.Fatalf("dropmon: shrink the instance's buffer: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "events/skb/kfree_skb/hist")); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: the kernel has no hist triggers (CONFIG_HIST_TRIGGERS), no events/skb/kfree_skb/hist in tracefs", ErrNoHist)
+		return nil, fmt.Errorf(
+			"%w: the kernel has no hist triggers (CONFIG_HIST_TRIGGERS), no events/skb/kfree_skb/hist in tracefs", ErrNoHist)
 	}
 	format, err := os.ReadFile(filepath.Join(dir, "events/skb/kfree_skb/format"))
 	if err != nil {
@@ -106,12 +107,14 @@ func (h *Hist) Counts() (map[uint32]uint64, error) {
 		return nil, fmt.Errorf("the kfree_skb histogram has no Dropped total: %q", b)
 	}
 	if string(d[1]) != "0" {
-		return nil, fmt.Errorf("the kfree_skb histogram dropped %s events (map full, or a key being inserted on another CPU)", d[1])
+		return nil, fmt.Errorf(
+			"the kfree_skb histogram dropped %s events (map full, or a key being inserted on another CPU)", d[1])
 	}
 	entries := histEntry.FindAllSubmatch(b, -1)
 	if n := len(histLine.FindAll(b, -1)); n != len(entries) {
 		// A format this parser does not know would read as no frees.
-		return nil, fmt.Errorf("the kfree_skb histogram has %d entries, %d of them in the expected form: %q", n, len(entries), b)
+		return nil, fmt.Errorf("the kfree_skb histogram has %d entries, %d of them in the expected form: %q",
+			n, len(entries), b)
 	}
 	by := map[uint32]uint64{}
 	for _, m := range entries {

@@ -23,7 +23,9 @@ import (
 // "asks to queue packet"), a device whose references leaked
 // (netdev_wait_allrefs' "unregister_netdevice: waiting for"), soft and hard
 // lockups.
-var netMarks = []string{"NETDEV WATCHDOG", "asks to queue packet", "unregister_netdevice: waiting for", "soft lockup", "hard LOCKUP"}
+var netMarks = []string{
+	"NETDEV WATCHDOG", "asks to queue packet", "unregister_netdevice: waiting for", "soft lockup", "hard LOCKUP",
+}
 
 // splatTaints are the taint bits a splat sets (include/linux/panic.h):
 // TAINT_BAD_PAGE (5), TAINT_DIE (7), TAINT_WARN (9), TAINT_SOFTLOCKUP (14).

@@ -38,7 +38,8 @@ func Watch(tb testing.TB) {
 			return
 		}
 		if gained := after &^ before & splatTaints; gained != 0 {
-			tb.Errorf("kernel taint went from %#x to %#x (new %#x: a WARN, BUG, oops or lockup fired): read the kernel log", before, after, gained)
+			tb.Errorf("kernel taint went from %#x to %#x (new %#x: a WARN, BUG, oops or lockup fired): read the kernel log",
+				before, after, gained)
 		}
 	})
 }

@@ -20,7 +20,8 @@ func TestNoteLineParse(t *testing.T) {
 	assert.Assert(t, is.Len(got, 1))
 	s := got[0]
 	assert.Check(t, is.Regexp(`^margin/margin_test.go:\d+$`, s.Site))
-	assert.Check(t, is.DeepEqual(s, feature.Margin{Site: s.Site, Limit: 10 * time.Second, Worst: 3 * time.Second, N: 3, Timeouts: 1}))
+	want := feature.Margin{Site: s.Site, Limit: 10 * time.Second, Worst: 3 * time.Second, N: 3, Timeouts: 1}
+	assert.Check(t, is.DeepEqual(s, want))
 	assert.Check(t, is.Equal(s.String(), s.Site+": worst 3s of 10s (70% left), 3 waits, 1 timed out"))
 
 	_, ok = feature.ParseMargins(`xmitcheck:{"seed":"003"}`)

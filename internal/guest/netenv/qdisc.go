@@ -39,7 +39,11 @@ func (e *Env) Noqueue(tb testing.TB, l netlink.Link) {
 // builds it as a module; a kernel may lack it): pass the error to
 // feature.Require.
 func (e *Env) FqCodel(l netlink.Link) error {
-	q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
+	q := netlink.NewFqCodel(netlink.QdiscAttrs{
+		LinkIndex: l.Attrs().Index,
+		Parent:    netlink.HANDLE_ROOT,
+		Handle:    netlink.MakeHandle(1, 0),
+	})
 	err := e.Handle.QdiscReplace(q)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
 		return feature.Unsupported(feature.FqCodel, "RTM_NEWQDISC fq_codel on %s: %v", l.Attrs().Name, err)

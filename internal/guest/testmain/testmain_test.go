@@ -9,7 +9,8 @@ import (
 )
 
 func TestAdded(t *testing.T) {
-	assert.DeepEqual(t, added([]string{"3 -> a", "4 -> b"}, []string{"3 -> a", "5 -> socket:[9]"}), []string{"5 -> socket:[9]"})
+	before, after := []string{"3 -> a", "4 -> b"}, []string{"3 -> a", "5 -> socket:[9]"}
+	assert.DeepEqual(t, added(before, after), []string{"5 -> socket:[9]"})
 	assert.Assert(t, added([]string{"lo"}, []string{"lo"}) == nil)
 }
 
