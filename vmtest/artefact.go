@@ -14,5 +14,6 @@ func Artefact(out *Outcome, splats []Splat) bool {
 	if out == nil || out.Accel != "tcg" {
 		return false
 	}
-	return splat.StaleInt3(out.Console) || slices.ContainsFunc(splats, func(s Splat) bool { return splat.StaleInt3(s.Lines) })
+	stale := func(s Splat) bool { return splat.StaleInt3(s.Lines) }
+	return splat.StaleInt3(out.Console) || slices.ContainsFunc(splats, stale)
 }

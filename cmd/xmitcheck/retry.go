@@ -52,7 +52,8 @@ func (r *emulatorRetry) after(left []vmtest.Binary, ran bool) (next []boot, err 
 	}
 	switch r.tries[hit.Name] {
 	case 1:
-		r.run.Note(fmt.Sprintf("%s: int3 at a live-patched site under TCG in %s (the emulator's): again as before", r.label, where))
+		r.run.Note(fmt.Sprintf("%s: int3 at a live-patched site under TCG in %s (the emulator's): again as before",
+			r.label, where))
 		return []boot{{bins: left}}, nil
 	case 2:
 		r.run.Note(fmt.Sprintf("%s: the TCG int3 artefact again in %s: %s alone single-threaded", r.label, where, hit.Name))
@@ -60,7 +61,8 @@ func (r *emulatorRetry) after(left []vmtest.Binary, ran bool) (next []boot, err 
 	}
 	r.run.Note(fmt.Sprintf("%s: the TCG int3 artefact a third time in %s: its tests count as not tested", r.label, where))
 	r.run.MarkArtefact(hit.Name)
-	return boots(rest), fmt.Errorf("%s could not be tested: TCG ran stale code three times (docs/verdicts.md); try --accel kvm", hit.Name)
+	return boots(rest), fmt.Errorf("%s could not be tested: TCG ran stale code three times (docs/verdicts.md); "+
+		"try --accel kvm", hit.Name)
 }
 
 // boots is one boot for bins, or none.

@@ -45,7 +45,7 @@ func (s *suiteRun) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.ktap, "ktap", "", "write KTAP to this file (- for stdout)")
 	fs.BoolVar(&s.json, "json", false, "print go test -json events, labelled with the kernel, on stdout")
 	fs.StringVar(&s.junit, "junit", "", "write JUnit XML to this file")
-	fs.StringVar(&s.events, "events", "", "write the guests' own go test -json events, before judging, to this file (one line each, with its kernel)")
+	fs.StringVar(&s.events, "events", "", "write the guests' go test -json events, before judging, to this file")
 	fs.BoolVar(&s.verbose, "v", false, "print the tests' output as they run")
 	fs.StringVar(&s.bench, "bench", "", "go test -bench: also run these benchmarks")
 	fs.StringVar(&s.benchtime, "benchtime", "", "go test -benchtime")
@@ -59,7 +59,8 @@ func (s *suiteRun) register(fs *flag.FlagSet) {
 func (s *suiteRun) testArgs() []string {
 	args := []string{"-test.v=test2json", "-test.count=1", "-test.timeout=" + s.testTimeout.String()}
 	for _, f := range []struct{ name, value string }{
-		{"run", s.runRE}, {"skip", s.skip}, {"bench", s.bench}, {"benchtime", s.benchtime}, {"list", s.list}, {"shuffle", s.shuffle},
+		{"run", s.runRE}, {"skip", s.skip}, {"bench", s.bench}, {"benchtime", s.benchtime},
+		{"list", s.list}, {"shuffle", s.shuffle},
 	} {
 		if f.value != "" {
 			args = append(args, "-test."+f.name+"="+f.value)
@@ -164,10 +165,11 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 }
 
 func cmdRun(args []string) (int, error) {
-	fs := newFlags("run", "[flags] [PKG...]", "Build the suites (default ./suites/...), boot each --kernel, run them and judge one verdict per seed and kernel.")
+	fs := newFlags("run", "[flags] [PKG...]", "Build the suites (default ./suites/...), boot each --kernel, run them\n"+
+		"and judge one verdict per seed and kernel.")
 	var s suiteRun
 	s.register(fs)
-	count := fs.Int("count", 1, "rounds: run every suite this many times per kernel, each round on fresh boots; more than one reports every verdict change and flaky test (a soak)")
+	count := fs.Int("count", 1, "rounds per kernel, each on fresh boots; more than 1 is a soak (docs/verdicts.md)")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
@@ -307,7 +309,12 @@ func writeReports(runs []*results.Run, out reports) error {
 	for _, f := range []struct {
 		path  string
 		write func(io.Writer, []*results.Run) error
-	}{{out.ktap, results.WriteKTAP}, {out.junit, results.WriteJUnit}, {out.json, results.WriteJSON}, {out.events, results.WriteEvents}} {
+	}{
+		{out.ktap, results.WriteKTAP},
+		{out.junit, results.WriteJUnit},
+		{out.json, results.WriteJSON},
+		{out.events, results.WriteEvents},
+	} {
 		if f.path == "" {
 			continue
 		}

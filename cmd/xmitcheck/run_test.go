@@ -53,7 +53,8 @@ func (f *int3Backend) Run(
 		}
 		sink.Start(b)
 		if i == 0 && f.stale[boot] {
-			sink.Output(b, []byte("=== RUN   TestY\n    y_test.go:9: 256 frames stranded\n--- FAIL: TestY (0.00s)\n=== RUN   TestZ\n"))
+			sink.Output(b, []byte("=== RUN   TestY\n    y_test.go:9: 256 frames stranded\n"+
+				"--- FAIL: TestY (0.00s)\n=== RUN   TestZ\n"))
 			artefact()
 			return out, fmt.Errorf("%w: kernel panic", vmtest.ErrCrash)
 		}

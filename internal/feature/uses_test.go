@@ -76,7 +76,7 @@ func TestProbesNameKnownFeatures(t *testing.T) {
 			}
 			fn := callName(call.Fun)
 			if fn == "feature.Feature" {
-				t.Errorf("%s: feature.Feature(…) makes a feature from a string: add a constant to internal/feature/names.go", path)
+				t.Errorf("%s: feature.Feature(…) makes a feature from a string: add a constant to names.go", path)
 			}
 			var arg ast.Expr
 			switch {
@@ -196,7 +196,8 @@ func TestEverySeedIsShown(t *testing.T) {
 	}
 	for _, s := range Seeds {
 		if !shown[consts[s.Seed]] {
-			t.Errorf("seed %s: no suite test calls observe.Shows(t, feature.%s, …): it could never be present", s.Seed, consts[s.Seed])
+			t.Errorf("seed %s: no suite test calls observe.Shows(t, feature.%s, …): it could never be present",
+				s.Seed, consts[s.Seed])
 		}
 	}
 }

@@ -23,7 +23,7 @@ const tracefs = "/sys/kernel/tracing"
 // (counted only in its recursion_misses) whenever it is already running on
 // the CPU, which on PREEMPT_RT, where tracepoints and BPF programs are
 // preemptible, happens to one or two kfree_skb in a hundred under the qdisc
-// suite's load (docs/findings/qdisc-kfree-skb-misses.md).
+// suite's load (docs/design/qdisc-kfree-skb-misses.md).
 type Hist struct {
 	dir     string // the tracefs instance
 	trigger string

@@ -48,7 +48,8 @@ func Parse(spec string) (Expectation, error) {
 			e.Features[f] = want
 			continue
 		}
-		return Expectation{}, fmt.Errorf("expectation %q: unknown item %q: want a seed (%s), a feature (%s) or xfail:ISSUE (%s), each optionally negated with !",
+		return Expectation{}, fmt.Errorf("expectation %q: unknown item %q: want a seed (%s), a feature (%s) "+
+			"or xfail:ISSUE (%s), each optionally negated with !",
 			spec, item, strings.Join(seedNames(), " "), strings.Join(featureNames(), " "), strings.Join(issueNames(), " "))
 	}
 	return e, nil
@@ -93,7 +94,11 @@ func (e Expectation) String() string {
 // Override returns e with what o says in its place: o's seeds and
 // features replace e's, its known issues join e's.
 func (e Expectation) Override(o Expectation) Expectation {
-	out := Expectation{Seeds: map[feature.Seed]bool{}, Features: map[feature.Feature]bool{}, Known: map[feature.Issue]bool{}}
+	out := Expectation{
+		Seeds:    map[feature.Seed]bool{},
+		Features: map[feature.Feature]bool{},
+		Known:    map[feature.Issue]bool{},
+	}
 	for _, x := range []Expectation{e, o} {
 		maps.Copy(out.Seeds, x.Seeds)
 		maps.Copy(out.Features, x.Features)

@@ -12,8 +12,11 @@ import (
 func TestParse(t *testing.T) {
 	e, err := Parse("000, !003 004 IFF_BACKPRESSURE,!fq_codel xfail:devmap-same-device")
 	assert.NilError(t, err)
-	assert.Check(t, is.DeepEqual(e.Seeds, map[feature.Seed]bool{feature.Seed000Tun: true, feature.Seed000Vhost: true, feature.Seed003: false, feature.Seed004: true}))
-	assert.Check(t, is.DeepEqual(e.Features, map[feature.Feature]bool{feature.IFFBackpressure: true, feature.FqCodel: false}))
+	assert.Check(t, is.DeepEqual(e.Seeds, map[feature.Seed]bool{
+		feature.Seed000Tun: true, feature.Seed000Vhost: true, feature.Seed003: false, feature.Seed004: true,
+	}))
+	assert.Check(t, is.DeepEqual(e.Features,
+		map[feature.Feature]bool{feature.IFFBackpressure: true, feature.FqCodel: false}))
 	assert.Check(t, e.Known[feature.IssueDevmapSameDevice])
 	assert.Check(t, is.Equal(e.String(), "000-tun,000-vhost,!003,004,IFF_BACKPRESSURE,!fq_codel,xfail:devmap-same-device"))
 	back, err := Parse(e.String())

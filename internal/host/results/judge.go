@@ -101,19 +101,23 @@ func (r *Run) settle(obs map[*Test]observation, e expect.Expectation) []FeatureM
 				case !judged:
 					t.Judged = fmt.Sprintf("seed %s absent, not judged here (%s): %s", rec.Seed, r.ExpectSource, rec.Why)
 				case want:
-					t.Status, t.Judged = Fail, fmt.Sprintf("seed %s absent: %s; %s is expected to have it (%s)", rec.Seed, rec.Why, r.Kernel, r.ExpectSource)
+					t.Status, t.Judged = Fail, fmt.Sprintf("seed %s absent: %s; %s is expected to have it (%s)",
+						rec.Seed, rec.Why, r.Kernel, r.ExpectSource)
 				default:
 					t.Status, t.Judged = XFail, fmt.Sprintf("seed %s absent, as expected: %s", rec.Seed, rec.Why)
 				}
 			case rec.Issue != "":
 				t.Status, t.Judged = XFail, fmt.Sprintf("known kernel issue %s: %s", rec.Issue, rec.Why)
 				if !e.Known[rec.Issue] {
-					t.Status, t.Judged = Fail, fmt.Sprintf("known kernel issue %s, which the expectation does not allow here: %s", rec.Issue, rec.Why)
+					t.Status, t.Judged = Fail, fmt.Sprintf("known kernel issue %s, which the expectation does not allow here: %s",
+						rec.Issue, rec.Why)
 				}
 			case rec.Feature != "" && rec.Absent && e.WantFeature(rec.Feature):
-				t.Status, t.Judged = Fail, fmt.Sprintf("kernel lacks %s (%s), but %s is expected to have it (%s)", rec.Feature, rec.Why, r.Kernel, r.ExpectSource)
+				t.Status, t.Judged = Fail, fmt.Sprintf("kernel lacks %s (%s), but %s is expected to have it (%s)",
+					rec.Feature, rec.Why, r.Kernel, r.ExpectSource)
 				if !slices.ContainsFunc(misses, func(m FeatureMiss) bool { return m.Feature == rec.Feature }) {
-					misses = append(misses, FeatureMiss{Feature: rec.Feature, Probe: rec.Why, Test: shortPackage(t.Package) + "." + t.Name})
+					test := ShortPackage(t.Package) + "." + t.Name
+					misses = append(misses, FeatureMiss{Feature: rec.Feature, Probe: rec.Why, Test: test})
 				}
 			default:
 				continue
@@ -157,7 +161,7 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 				fault = cmp.Or(fault, string(rec.Fault)+": "+rec.Why)
 			case rec.Shown && t.Status == Pass:
 				if a := get(rec.Seed); a.shown == "" {
-					a.shown = fmt.Sprintf("%s.%s: %s", shortPackage(t.Package), t.Name, rec.Why)
+					a.shown = fmt.Sprintf("%s.%s: %s", ShortPackage(t.Package), t.Name, rec.Why)
 				}
 			case rec.Seed != "" && rec.Absent && t.Judged != "":
 				a := get(rec.Seed)
@@ -180,18 +184,18 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 		case Fail:
 			switch {
 			case t.Artefact:
-				a.untested = cmp.Or(a.untested, shortPackage(t.Package)+"."+t.Name+": failed by the emulator, not the kernel")
+				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": failed by the emulator, not the kernel")
 			case len(t.Kernel) > 0:
 				// A kernel report under the test is the kernel's, whatever
 				// else the test saw: no probe's skip or fault hides it.
-				a.broken = cmp.Or(a.broken, shortPackage(t.Package)+"."+t.Name+": "+t.firstFailure())
+				a.broken = cmp.Or(a.broken, ShortPackage(t.Package)+"."+t.Name+": "+t.firstFailure())
 			case explained:
 				a.skipped++
 				a.skipWhy = cmp.Or(a.skipWhy, t.Name+": "+t.Reason())
 			case fault != "":
-				a.untested = cmp.Or(a.untested, shortPackage(t.Package)+"."+t.Name+": not the kernel: "+fault)
+				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": not the kernel: "+fault)
 			default:
-				a.broken = cmp.Or(a.broken, shortPackage(t.Package)+"."+t.Name+": "+t.firstFailure())
+				a.broken = cmp.Or(a.broken, ShortPackage(t.Package)+"."+t.Name+": "+t.firstFailure())
 			}
 		case Pass, XFail:
 			a.passed++
@@ -217,7 +221,7 @@ func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *
 			seeds = r.packageSeeds(t.Package, obs)
 		}
 		if len(seeds) == 0 {
-			r.Orphans = append(r.Orphans, strings.TrimPrefix(shortPackage(t.Package)+"."+t.Name, ".")+": "+t.firstFailure())
+			r.Orphans = append(r.Orphans, strings.TrimPrefix(ShortPackage(t.Package)+"."+t.Name, ".")+": "+t.firstFailure())
 		}
 		fault := ""
 		for _, rec := range obs[t].records {
@@ -228,10 +232,10 @@ func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *
 		for _, s := range seeds {
 			a := get(s)
 			if fault != "" {
-				a.untested = cmp.Or(a.untested, shortPackage(t.Package)+" (the test binary): not the kernel: "+fault)
+				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+" (the test binary): not the kernel: "+fault)
 				continue
 			}
-			a.broken = cmp.Or(a.broken, shortPackage(t.Package)+" (the test binary, outside its tests): "+t.firstFailure())
+			a.broken = cmp.Or(a.broken, ShortPackage(t.Package)+" (the test binary, outside its tests): "+t.firstFailure())
 		}
 	}
 }
@@ -276,7 +280,8 @@ func decide(seed feature.Seed, a *evidence, runErr error) Verdict {
 	case runErr != nil && a.passed == 0:
 		v.State, v.Why = Error, runErr.Error()
 	case a.passed > 0 && a.shown == "":
-		v.State, v.Why = Error, fmt.Sprintf("%d tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; run the whole package, or a -run that keeps such a test", a.passed)
+		v.State, v.Why = Error, fmt.Sprintf("%d tests passed, none of them one that shows the seed's behaviour "+
+			"(observe.Shows): run the whole package, or a -run that keeps one", a.passed)
 	case a.passed > 0:
 		v.State, v.Why = Present, fmt.Sprintf("passed: %d tests", a.passed)
 		if a.skipped > 0 {

@@ -146,8 +146,8 @@ func TestDecide(t *testing.T) {
 		{"emulator", &evidence{untested: "T: failed by the emulator, not the kernel", passed: 1, shown: "S"}, nil, Error,
 			"T: failed by the emulator, not the kernel"},
 		{"passed without proof", &evidence{passed: 2}, nil, Error,
-			"2 tests passed, none of them one that shows the seed's behaviour (feature.Shows): they pass without it too; " +
-				"run the whole package, or a -run that keeps such a test"},
+			"2 tests passed, none of them one that shows the seed's behaviour (observe.Shows): " +
+				"run the whole package, or a -run that keeps one"},
 		{"present", &evidence{passed: 2, skipped: 1, shown: "S: stopped"}, nil, Present,
 			"passed: 2 tests, 1 skipped; shown by S: stopped"},
 		{"the run died first", &evidence{skipped: 1, skipWhy: "T: no fq_codel"}, errors.New("panic"), Error, "panic"},
@@ -239,15 +239,21 @@ func TestFaults(t *testing.T) {
 		want  State
 		why   string
 	}{
-		{"environment", [][]string{{"TestA", "fail", tag(feature.Seed004), env}, {"TestB", "pass", tag(feature.Seed004), shows(feature.Seed004)}},
+		{"environment", [][]string{
+			{"TestA", "fail", tag(feature.Seed004), env},
+			{"TestB", "pass", tag(feature.Seed004), shows(feature.Seed004)}},
 			"", Error, "suites/tun.TestA: not the kernel: environment: probe failed: open /dev/net/tun: no such file"},
 		{"instrument", [][]string{{"TestA", "fail", tag(feature.Seed004), shows(feature.Seed004), lost}},
 			"", Error, "suites/tun.TestA: not the kernel: instrument: xdp_devmap_xmit counter: 3 recursion misses"},
-		{"a real failure beside", [][]string{{"TestA", "fail", tag(feature.Seed004), lost}, {"TestB", "fail", tag(feature.Seed004), "b_test.go:3: lost 3"}},
+		{"a real failure beside", [][]string{
+			{"TestA", "fail", tag(feature.Seed004), lost},
+			{"TestB", "fail", tag(feature.Seed004), "b_test.go:3: lost 3"}},
 			"", Broken, "suites/tun.TestB: a_test.go:7: b_test.go:3: lost 3"},
 		{"a splat wins over a fault", [][]string{{"TestA", "fail", tag(feature.Seed004), env}},
 			"TestA", Broken, "suites/tun.TestA: kernel WARNING: WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"},
-		{"no probe skip hides a splat", [][]string{{"TestA", "pass", tag(feature.Seed004), shows(feature.Seed004)}, {"TestA/tap", "skip", probe}},
+		{"no probe skip hides a splat", [][]string{
+			{"TestA", "pass", tag(feature.Seed004), shows(feature.Seed004)},
+			{"TestA/tap", "skip", probe}},
 			"TestA/tap", Broken, "suites/tun.TestA/tap: kernel WARNING: WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

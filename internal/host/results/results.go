@@ -2,8 +2,9 @@
 // run produced (go test events labelled with their kernel, one Test each),
 // judges it (judge.go: Run.Judge is the one place that turns the tests'
 // records and an expectation into a verdict per seed) and writes it out as
-// a text summary, KTAP, JUnit XML or go test -json events. It knows nothing
-// about how the events were produced.
+// a text summary, KTAP, JUnit XML or go test -json events. Its input is
+// what the test binaries print: test2json.go turns their raw
+// -test.v=test2json output into events, whatever carried it.
 //
 // Two words, two things: a test ends with a Status (pass, fail, skip,
 // xfail); a seed gets a verdict, whose State is present, absent, BROKEN or
@@ -382,7 +383,8 @@ func (r *Run) keepEarlier() {
 // no test owned (AttachKernel with none running): those of a boot that
 // goes again because the emulator, not the kernel, killed it.
 func (r *Run) DropKernelReports(from int) {
-	r.Tests = append(r.Tests[:from:from], slices.DeleteFunc(r.Tests[from:], func(t *Test) bool { return t.Package == "kernel" })...)
+	owned := func(t *Test) bool { return t.Package == "kernel" }
+	r.Tests = append(r.Tests[:from:from], slices.DeleteFunc(r.Tests[from:], owned)...)
 }
 
 // MarkArtefact makes the tests of pkg that the emulator ended artefacts:

@@ -81,6 +81,3 @@ func ShortPackage(p string) string {
 	}
 	return p
 }
-
-// shortPackage is ShortPackage under the name judge.go calls it by.
-func shortPackage(p string) string { return ShortPackage(p) }
