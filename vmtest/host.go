@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
@@ -68,6 +69,8 @@ func runOnHost(ctx context.Context, b Binary, job Job, sink Sink, kmsg *kmsgWatc
 	cmd.Env = append(os.Environ(), job.Env...)
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	feature.Mark(feature.BinaryStart, b.Name)
+	defer feature.Mark(feature.BinaryExit, b.Name)
 	err = cmd.Start()
 	w.Close()
 	if err != nil {

@@ -2,8 +2,10 @@ package vmtest
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/splat"
 )
 
@@ -40,17 +42,46 @@ var (
 	endRule  = regexp.MustCompile(`^={20,}$`)
 )
 
-// splatScanner finds kernel reports in console lines.
+// splatScanner finds kernel reports in console lines, and says where each
+// started by the marks of binaries and tests among the lines.
 type splatScanner struct {
 	open *Splat
 	// panicked is set once a panic report started.
 	panicked bool
+	// bin is the binary that runs or ran last, exited whether it ended;
+	// tests are the test windows open in it, innermost last.
+	bin    string
+	exited bool
+	tests  []string
+}
+
+// mark follows one mark of the kernel log.
+func (s *splatScanner) mark(kind feature.MarkKind, name string) {
+	switch kind {
+	case feature.BinaryStart:
+		s.bin, s.exited, s.tests = name, false, nil
+	case feature.BinaryExit:
+		if name == s.bin {
+			s.exited, s.tests = true, nil
+		}
+	case feature.TestStart:
+		s.tests = append(s.tests, name)
+	case feature.TestEnd:
+		if i := slices.Index(s.tests, name); i >= 0 {
+			s.tests = s.tests[:i]
+		}
+	}
 }
 
 // Line scans one console line and returns the reports it completed.
 func (s *splatScanner) Line(line string) []Splat {
 	line = strings.TrimRight(line, "\r\n")
 	body := printkPrefix.ReplaceAllString(line, "")
+	if kind, name, ok := feature.ParseMark(body); ok {
+		// Another CPU's line: an open report goes on after it.
+		s.mark(kind, name)
+		return nil
+	}
 	var done []Splat
 	if s.open != nil {
 		switch {
@@ -67,7 +98,10 @@ func (s *splatScanner) Line(line string) []Splat {
 	}
 	if kind := splat.Start(body); kind != "" {
 		done = s.Flush()
-		s.open = &Splat{Kind: kind, Lines: []string{line}}
+		s.open = &Splat{Kind: kind, Lines: []string{line}, Binary: s.bin, Exited: s.exited}
+		if len(s.tests) > 0 {
+			s.open.Test = s.tests[len(s.tests)-1]
+		}
 		if kind == KindPanic {
 			s.panicked = true
 		}

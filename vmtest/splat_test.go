@@ -1,6 +1,7 @@
 package vmtest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // scanFile runs the scanner over a fixture as a console would deliver it.
@@ -120,4 +123,59 @@ func TestPanicAfterFirmware(t *testing.T) {
 	var sc splatScanner
 	sc.Line("Booting from ROM..\x1bc\x1b[?7l\x1b[2J[    0.347208] Kernel panic - not syncing: no init")
 	assert.Check(t, sc.panicked)
+}
+
+// TestSplatWhere holds the scanner to the marks in the kernel log: a
+// report belongs to the innermost test window that holds it, else to the
+// binary that runs, or that ran last, and to nothing before the first.
+func TestSplatWhere(t *testing.T) {
+	warn := func(n int) []string {
+		return []string{
+			fmt.Sprintf("[   %d.000001] WARNING: CPU: 1 PID: 9 at net/core/dev.c:%d x", n, n),
+			fmt.Sprintf("[   %d.000002] ---[ end trace 0000000000000000 ]---", n),
+		}
+	}
+	mark := func(kind feature.MarkKind, name string) string {
+		return "[    9.000000] xmitcheck mark: " + string(kind) + " " + name
+	}
+	var lines []string
+	add := func(l ...string) { lines = append(lines, l...) }
+	add(warn(1)...) // the boot
+	add(mark(feature.BinaryStart, "suites/tun"), mark(feature.TestStart, "TestA"))
+	add(warn(2)...) // in TestA
+	add(mark(feature.TestStart, "TestA/sub"))
+	add(warn(3)[0], mark(feature.TestEnd, "TestA/sub"), warn(3)[1]) // in TestA/sub, a mark amid its lines
+	add(mark(feature.TestEnd, "TestA"))
+	add(warn(4)...) // between tests
+	add(mark(feature.TestStart, "TestB"), mark(feature.TestEnd, "TestB"), mark(feature.BinaryExit, "suites/tun"))
+	add(warn(5)...) // after the binary exited
+	add(mark(feature.BinaryStart, "suites/vhost"))
+	add(warn(6)...) // the next binary, before its first test
+
+	var s splatScanner
+	var got []Splat
+	for _, l := range lines {
+		got = append(got, s.Line(l)...)
+	}
+	got = append(got, s.Flush()...)
+	type where struct {
+		Bin, Test string
+		Exited    bool
+		Lines     int
+	}
+	var ws []where
+	for _, sp := range got {
+		ws = append(ws, where{sp.Binary, sp.Test, sp.Exited, len(sp.Lines)})
+	}
+	assert.Check(t, is.DeepEqual(ws, []where{
+		{"", "", false, 2},
+		{"suites/tun", "TestA", false, 2},
+		{"suites/tun", "TestA/sub", false, 2},
+		{"suites/tun", "", false, 2},
+		{"suites/tun", "", true, 2},
+		{"suites/vhost", "", false, 2},
+	}))
+	assert.Check(t, is.Equal(got[3].Where(), "outside its tests"))
+	assert.Check(t, is.Equal(got[4].Where(), "after the binary exited"))
+	assert.Check(t, is.Equal(got[1].Where(), ""))
 }

@@ -82,6 +82,23 @@ type Splat struct {
 	Kind string
 	// Lines are the report's console lines.
 	Lines []string
+	// Binary and Test are where the report started, by the marks in the
+	// kernel log (feature.Mark): the test whose window held it, and the
+	// binary that was running, or had run last (Exited). Binary is empty
+	// before any binary started; Test outside every test's window.
+	Binary, Test string
+	Exited       bool
+}
+
+// Where says where the report started, beside its test or binary.
+func (s Splat) Where() string {
+	switch {
+	case s.Binary == "" || s.Test != "":
+		return ""
+	case s.Exited:
+		return "after the binary exited"
+	}
+	return "outside its tests"
 }
 
 // Outcome summarises one run.

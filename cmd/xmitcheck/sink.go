@@ -106,7 +106,13 @@ func (s *resultSink) Splat(sp vmtest.Splat) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.splats = append(s.splats, sp)
-	s.run.AttachKernel(s.running, sp.Kind, sp.Lines)
+	if sp.Binary != "" {
+		// Where the kernel log's marks put it, not where the events,
+		// which lag the console, had got to.
+		s.run.AttachKernelAt(sp.Binary, sp.Test, sp.Kind, sp.Where(), sp.Lines)
+	} else {
+		s.run.AttachKernel(s.running, sp.Kind, sp.Lines)
+	}
 	if s.verbose != nil {
 		for _, l := range sp.Lines {
 			fmt.Fprintln(s.verbose, "kernel:", l)

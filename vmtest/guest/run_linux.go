@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // drainAfterExit bounds how long output is still read after a binary
@@ -49,6 +51,10 @@ func execBinary(i int, b Binary, env []string, snd sender) (code int, sent int64
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The binary's window in the kernel log: a report after its exit mark
+	// is still its own until the next binary starts.
+	feature.Mark(feature.BinaryStart, b.Name)
+	defer feature.Mark(feature.BinaryExit, b.Name)
 	err = cmd.Start()
 	w.Close()
 	if err != nil {

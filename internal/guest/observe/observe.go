@@ -17,10 +17,15 @@ import (
 )
 
 // Of tags tb, and the subtests it starts, as a test of seed: its failures
-// make the seed BROKEN on this kernel, its probes can make it absent.
+// make the seed BROKEN on this kernel, its probes can make it absent. It
+// marks the test's start in the kernel log, and its end after every other
+// cleanup (they run last-in, first-out): a kernel report between the two
+// marks, teardown included, is this test's (feature.Mark).
 func Of(tb testing.TB, seed feature.Seed) {
 	tb.Helper()
 	tb.Log(feature.Record{Seed: seed}.String())
+	feature.Mark(feature.TestStart, tb.Name())
+	tb.Cleanup(func() { feature.Mark(feature.TestEnd, tb.Name()) })
 }
 
 // Require skips tb when err says a feature is not supported, naming the
@@ -70,7 +75,8 @@ func Shows(tb testing.TB, seed feature.Seed, why string) {
 func Absent(tb testing.TB, seed feature.Seed, why string) {
 	tb.Helper()
 	if tb.Failed() {
-		tb.Fatalf("seed %s looked absent (%s), but the test had already failed: not the behaviour from before the seed", seed, why)
+		tb.Fatalf("seed %s looked absent (%s), but the test had already failed: not the behaviour before the seed",
+			seed, why)
 	}
 	end(tb, feature.Record{Seed: seed, Absent: true, Why: why}, "seed "+string(seed)+" absent: "+why)
 }

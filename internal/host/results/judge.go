@@ -213,7 +213,9 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *evidence) {
 	r.Orphans = nil
 	for _, t := range r.Tests {
-		if t.Status != Fail || obs[t].seed != "" || t.Name == "" && r.anyFailed(t.Package) {
+		// A binary's bare failure is explained by its failed tests; a
+		// kernel report outside its tests is not.
+		if t.Status != Fail || obs[t].seed != "" || t.Name == "" && len(t.Kernel) == 0 && r.anyFailed(t.Package) {
 			continue
 		}
 		var seeds []feature.Seed
@@ -235,7 +237,7 @@ func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *
 				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+" (the test binary): not the kernel: "+fault)
 				continue
 			}
-			a.broken = cmp.Or(a.broken, ShortPackage(t.Package)+" (the test binary, outside its tests): "+t.firstFailure())
+			a.broken = cmp.Or(a.broken, ShortPackage(t.Package)+" (the test binary): "+t.firstFailure())
 		}
 	}
 }

@@ -125,7 +125,7 @@ func TestGatherBinaryFailure(t *testing.T) {
 	r.Judge(expect.Expectation{}, "test")
 	v, _ := r.verdict(feature.Seed003)
 	assert.Check(t, is.Equal(v.State, Broken), "a splat while the binary ran outside its tests fails its seeds")
-	assert.Check(t, is.Contains(v.Why, "suites/tun (the test binary, outside its tests): kernel WARNING:"))
+	assert.Check(t, is.Contains(v.Why, "suites/tun (the test binary): kernel WARNING:"))
 	assert.Check(t, is.DeepEqual(r.Orphans, []string{"kernel.BUG: kernel BUG: BUG: soft lockup"}))
 }
 
@@ -268,5 +268,36 @@ func TestFaults(t *testing.T) {
 			assert.Check(t, is.Equal(v.State, tc.want))
 			assert.Check(t, is.Equal(v.Why, tc.why))
 		})
+	}
+}
+
+// TestSplatWhereItHappened holds the judge to where the kernel log put a
+// report: in a test's window it fails that test (and only its seed); outside
+// the tests, or after the binary exited, it fails the binary, so every seed
+// of the package is BROKEN, even when another test of it failed too.
+func TestSplatWhereItHappened(t *testing.T) {
+	warn := []string{"WARNING: CPU: 0 PID: 1 at net/core/dev.c:1 x"}
+	tests := [][]string{
+		{"TestA", "pass", tag(feature.Seed000Tun), shows(feature.Seed000Tun)},
+		{"TestB", "pass", tag(feature.Seed002), shows(feature.Seed002)},
+		{"TestC", "fail", tag(feature.Seed002), "c_test.go:3: lost 3"},
+	}
+	r := stream(nil, tests...)
+	r.AttachKernelAt(pkg, "TestA", "WARNING", "", warn)
+	r.Judge(expect.Expectation{}, "test")
+	v, _ := r.verdict(feature.Seed000Tun)
+	assert.Check(t, is.Equal(v.State, Broken))
+	assert.Check(t, is.Equal(v.Why, "suites/tun.TestA: kernel WARNING: "+warn[0]))
+	v, _ = r.verdict(feature.Seed002)
+	assert.Check(t, is.Equal(v.Why, "suites/tun.TestC: a_test.go:7: c_test.go:3: lost 3"), "TestA's report is not 002's")
+
+	for _, where := range []string{"outside its tests", "after the binary exited"} {
+		r := stream(nil, tests...)
+		r.AttachKernelAt(pkg, "", "WARNING", where, warn)
+		r.Judge(expect.Expectation{}, "test")
+		v, _ := r.verdict(feature.Seed000Tun)
+		assert.Check(t, is.Equal(v.State, Broken), where)
+		assert.Check(t, is.Equal(v.Why, "suites/tun (the test binary): kernel WARNING, "+where+": "+warn[0]))
+		assert.Check(t, is.Len(r.Orphans, 0), "a report in a binary's window is never an orphan")
 	}
 }

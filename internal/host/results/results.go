@@ -229,6 +229,26 @@ func (r *Run) AttachKernel(pkg, what string, lines []string) {
 	t.Status = Fail
 }
 
+// AttachKernelAt fails the test of pkg named test with a kernel report
+// (where says where it started, when outside a test): the test whose
+// window in the kernel log held it, not the one the host saw last. An
+// empty test fails pkg's binary, so its seeds are BROKEN. The test need not
+// have reported anything yet: the console can run ahead of its events.
+func (r *Run) AttachKernelAt(pkg, test, what, where string, lines []string) {
+	t := r.byName[key(pkg, test)]
+	if t == nil {
+		t = &Test{Package: pkg, Name: test}
+		r.byName[key(pkg, test)] = t
+		r.Tests = append(r.Tests, t)
+	}
+	head := "kernel " + what + ":"
+	if where != "" {
+		head = "kernel " + what + ", " + where + ":"
+	}
+	t.Kernel = append(append(t.Kernel, head), lines...)
+	t.Status = Fail
+}
+
 // Finish ends the run: tests that never ended (the kernel died under them)
 // fail, and so does the run when err is set.
 func (r *Run) Finish(err error) {
