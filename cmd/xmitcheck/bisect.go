@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,15 +16,37 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
 // Exit codes of `bisect`, git bisect run's convention.
 const (
 	bisectGood  = 0   // every verdict as expected, every test passed
 	bisectBad   = 1   // a verdict differs, a test failed, or the kernel crashed or hung under a test
-	bisectSkip  = 125 // the commit does not build or boot, or could not be tested
-	bisectAbort = 128 // bad usage: stop the bisection
+	bisectSkip  = 125 // this commit does not build or boot, or could not be tested
+	bisectAbort = 128 // bad usage, a setup that no commit can fix, or a cancelled step: stop
 )
+
+// stepError ends a bisection step that could not judge the commit: a build
+// that failed on the tree (kernels.ErrBuild) leaves this commit untestable
+// (125); anything else (a patch file or a tool missing, suites that do not
+// compile, qemu missing, the step cancelled) would fail every commit the
+// same way, so the bisection stops (128).
+func stepError(ctx context.Context, err error) int {
+	code := bisectAbort
+	switch {
+	case ctx.Err() != nil:
+		err = fmt.Errorf("the step was cancelled (%w): %v", ctx.Err(), err)
+	case errors.Is(err, kernels.ErrBuild):
+		code = bisectSkip
+	}
+	what := "stopping the bisection"
+	if code == bisectSkip {
+		what = "cannot test this commit"
+	}
+	fmt.Fprintf(os.Stderr, "xmitcheck: bisect: %s (exit %d): %v\n", what, code, err)
+	return code
+}
 
 // cmdBisect is one step of `git bisect run xmitcheck bisect --tree .`:
 // build the checked-out tree (cached by content), boot it, run the suites
@@ -81,19 +104,19 @@ func cmdBisect(args []string) int {
 	start := time.Now()
 	built, err := kernels.Build(ctx, b.options())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: cannot test this commit (exit %d): %v\n", bisectSkip, err)
-		return bisectSkip
+		return stepError(ctx, err)
 	}
 	k, err := kernels.Resolve(ctx, "build:"+built.Name, kernels.Options{Progress: progress()})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: cannot test this commit (exit %d): %v\n", bisectSkip, err)
-		return bisectSkip
+		return stepError(ctx, err)
 	}
 	builtAt := time.Now()
 	runs, err := s.exec(ctx, []*kernels.Kernel{k})
+	if err == nil && ctx.Err() != nil {
+		err = errors.New("the run stopped")
+	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "xmitcheck: bisect: cannot test this commit (exit %d): %v\n", bisectSkip, err)
-		return bisectSkip
+		return stepError(ctx, err)
 	}
 	_, _, scope, err := s.v.expectation(k)
 	if err != nil {
@@ -128,7 +151,13 @@ func bisectExit(r *results.Run, scope []feature.Seed) (int, string) {
 		}
 	}
 	if r.Err != nil {
-		return bisectSkip, "skip: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")
+		// The kernel (no boot, a crash outside the named seeds' tests) or
+		// the emulator: this commit is untestable. Anything else is the
+		// setup, which no other commit would pass.
+		if errors.Is(r.Err, vmtest.ErrCrash) || errors.Is(r.Err, errStaleText) {
+			return bisectSkip, "skip: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")
+		}
+		return bisectAbort, "stop: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")
 	}
 	for _, v := range r.Verdicts {
 		if in(v.Seed) && v.State == results.Error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
@@ -46,7 +48,7 @@ var (
 		Feature: feature.IFFBackpressure, Absent: true, Why: "TUNGETFEATURES=0x7173 lacks 0x80",
 	}.String()
 	never    = feature.Record{Seed: feature.Seed003, Absent: true, Why: "0 of 300 schedules took the fast path"}.String()
-	artefact = errors.New("suites/devmap could not be tested: TCG ran stale code twice")
+	artefact = fmt.Errorf("suites/devmap could not be tested: %w three times", errStaleText)
 )
 
 func TestBisectExit(t *testing.T) {
@@ -74,7 +76,7 @@ func TestBisectExit(t *testing.T) {
 		}, bisectBad},
 		{"an artefact alone is untestable", "003", artefact, [][]string{fastPath}, bisectSkip},
 		{"no boot", "003", fmt.Errorf("%w: %w: boot timeout", vmtest.ErrNoBoot, vmtest.ErrCrash), nil, bisectSkip},
-		{"infrastructure", "003", errors.New("qemu failed: no such file"), nil, bisectSkip},
+		{"infrastructure", "003", errors.New("qemu failed: no such file"), nil, bisectAbort},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, scope := step(t, tc.expect, tc.err, tc.tests...)
@@ -97,4 +99,30 @@ func TestBisectCrashUnderATest(t *testing.T) {
 	code, why := bisectExit(r, []feature.Seed{feature.Seed003})
 	assert.Equal(t, code, bisectBad, why)
 	assert.Equal(t, runExit([]*results.Run{r}), exitCrashed, "a crash after an artefact still says crash")
+}
+
+// TestStepError holds a step that could not judge its commit to git bisect
+// run's convention: only a build that failed on the tree skips the commit;
+// a setup no commit can fix, or a cancelled step, stops the bisection.
+func TestStepError(t *testing.T) {
+	live := context.Background()
+	cancelled, cancel := context.WithCancel(live)
+	cancel()
+	build := fmt.Errorf("%w: make bzImage: exit status 2", kernels.ErrBuild)
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want int
+	}{
+		{"the tree does not build", live, build, bisectSkip},
+		{"a patch file is missing", live, errors.New("--apply x.patch: open x.patch: no such file or directory"), bisectAbort},
+		{"tools are missing", live, errors.New("building a kernel needs flex: run `make deps`"), bisectAbort},
+		{"the suites do not compile", live, errors.New("go test -c ./suites/qdisc: exit status 1"), bisectAbort},
+		{"cancelled", cancelled, build, bisectAbort},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, stepError(tc.ctx, tc.err), tc.want)
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
@@ -61,9 +62,12 @@ func (r *emulatorRetry) after(left []vmtest.Binary, ran bool) (next []boot, err 
 	}
 	r.run.Note(fmt.Sprintf("%s: the TCG int3 artefact a third time in %s: its tests count as not tested", r.label, where))
 	r.run.MarkArtefact(hit.Name)
-	return boots(rest), fmt.Errorf("%s could not be tested: TCG ran stale code three times (docs/verdicts.md); "+
-		"try --accel kvm", hit.Name)
+	return boots(rest), fmt.Errorf("%s could not be tested: %w three times (docs/verdicts.md); try --accel kvm",
+		hit.Name, errStaleText)
 }
+
+// errStaleText is the emulator's artefact, once it left a binary untested.
+var errStaleText = errors.New("TCG ran stale code")
 
 // boots is one boot for bins, or none.
 func boots(bins []vmtest.Binary) []boot {
