@@ -116,7 +116,7 @@ func TestStepError(t *testing.T) {
 		want int
 	}{
 		{"the tree does not build", live, build, bisectSkip},
-		{"a patch file is missing", live, errors.New("--apply x.patch: open x.patch: no such file or directory"), bisectAbort},
+		{"a patch file is missing", live, errors.New("--apply x.patch: open x.patch: no such file"), bisectAbort},
 		{"tools are missing", live, errors.New("building a kernel needs flex: run `make deps`"), bisectAbort},
 		{"the suites do not compile", live, errors.New("go test -c ./suites/qdisc: exit status 1"), bisectAbort},
 		{"cancelled", cancelled, build, bisectAbort},

@@ -12,8 +12,11 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // rig is one test's topology and programs, all inside its own namespace:
@@ -69,6 +72,7 @@ func newRig(tb testing.TB, trace bool) *rig {
 			tb.Fatalf("attach raw tracepoint xdp_devmap_xmit: %v (needs CONFIG_BPF_EVENTS)", err)
 		}
 		tb.Cleanup(func() { tp.Close() })
+		instrument.WatchMisses(tb, "the xdp_devmap_xmit counter", r.objs.TraceDevmapXmit)
 	}
 	return r
 }
@@ -209,7 +213,8 @@ func (r *rig) waitEvents(ctx context.Context, tb testing.TB, n uint32) []event {
 func readLog[T any](tb testing.TB, m *ebpf.Map, n uint32, what string) []T {
 	tb.Helper()
 	if n > m.MaxEntries() {
-		tb.Fatalf("%s wrapped: %d entries logged, room for %d: push fewer frames", what, n, m.MaxEntries())
+		observe.Fault(tb, feature.Instrument, "%s wrapped: %d entries logged, room for %d: push fewer frames",
+			what, n, m.MaxEntries())
 	}
 	out := make([]T, 0, n)
 	for i := uint32(0); i < n; i++ {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
@@ -130,17 +131,20 @@ func attachSoftirqProbes(b *testing.B, r *rig) *softirqProbes {
 		b.Logf("NET_TX raises not counted: %v; /proc/softirqs runs are reported instead", err)
 	} else {
 		b.Cleanup(func() { p.raises.Close() })
+		instrument.WatchMisses(b, "the NET_TX raise counter", p.raises.p)
 	}
 	if p.scheds, err = attachNetifSchedules(); err != nil {
 		b.Logf("__netif_schedule() calls not counted: %v", err)
 	} else {
 		b.Cleanup(func() { p.scheds.Close() })
+		instrument.WatchMisses(b, "the __netif_schedule() counter", p.scheds.p)
 	}
 	if probeDeferList() == nil {
 		if p.fast, err = attachFastPath(r.dev.Attrs().Index); err != nil {
 			b.Logf("calls that found q->defer_list holding a frame not counted: %v", err)
 		} else {
 			b.Cleanup(func() { p.fast.Close() })
+			p.fast.watchMisses(b)
 		}
 	}
 	return p

@@ -8,6 +8,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 )
 
 // fastPathTracer runs bpf/fastpath.c on one device's root qdisc.
@@ -27,7 +29,17 @@ func traceFastPath(tb testing.TB, ifindex int) *fastPathTracer {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { tr.Close() })
+	tr.watchMisses(tb)
 	return tr
+}
+
+// watchMisses makes tb an instrument fault if the kernel skipped any of
+// the tracer's programs (instrument.WatchMisses).
+func (tr *fastPathTracer) watchMisses(tb testing.TB) {
+	p := tr.objs.fastpathPrograms
+	for _, prog := range []*ebpf.Program{p.ScheduleEnter, p.ScheduleExit, p.WakeEnter, p.WakeExit, p.NetTxRaise} {
+		instrument.WatchMisses(tb, "bpf/fastpath.c's "+prog.String(), prog)
+	}
 }
 
 func attachFastPath(ifindex int) (*fastPathTracer, error) {

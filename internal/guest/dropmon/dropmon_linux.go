@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 )
 
 // reasons returns the running kernel's enum skb_drop_reason and its BTF.
@@ -301,5 +302,6 @@ func Watch(tb testing.TB, ns netns.NsHandle, ifindex int, name feature.Feature) 
 		tb.Fatalf("dropmon: count %s on ifindex %d: %v", name, ifindex, err)
 	}
 	tb.Cleanup(func() { m.Close() })
+	instrument.WatchMisses(tb, "the kfree_skb counter", m.prog)
 	return func() (uint64, error) { return m.Count(reason) }, nil
 }

@@ -10,6 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
@@ -57,6 +58,7 @@ func WatchFreed(tb testing.TB, ns netns.NsHandle, ifindex int, proto uint16) *Fr
 	m, err := Attach(Filter{Ifindex: ifindex, NetnsInode: ino})
 	observe.Require(tb, err)
 	tb.Cleanup(func() { m.Close() })
+	instrument.WatchMisses(tb, "the kfree_skb counter", m.prog)
 	return &Freed{func() (FreedCount, error) { return total(m.All()) }}
 }
 

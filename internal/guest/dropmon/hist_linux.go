@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // tracefs is where the suites' guests mount tracefs (vmtest/guest).
@@ -82,7 +84,31 @@ func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 		tb.Fatalf("dropmon: set %q on skb:kfree_skb: %v", h.trigger, err)
 	}
 	h.set = true
+	// Runs before the instance goes: an event the histogram could not
+	// store makes every count of the test short.
+	tb.Cleanup(func() {
+		n, err := h.dropped()
+		switch {
+		case err != nil:
+			observe.Lost(tb, "the kfree_skb histogram: %v", err)
+		case n > 0:
+			observe.Lost(tb, "the kfree_skb histogram dropped %d events (map full, or a key claimed on another CPU)", n)
+		}
+	})
 	return h, nil
+}
+
+// dropped returns how many events the histogram could not store.
+func (h *Hist) dropped() (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(h.dir, "events/skb/kfree_skb/hist"))
+	if err != nil {
+		return 0, fmt.Errorf("read the kfree_skb histogram: %w", err)
+	}
+	d := histDropped.FindSubmatch(b)
+	if d == nil {
+		return 0, fmt.Errorf("the kfree_skb histogram has no Dropped total: %q", b)
+	}
+	return strconv.ParseUint(string(d[1]), 10, 64)
 }
 
 func (h *Hist) triggerFile() string { return filepath.Join(h.dir, "events/skb/kfree_skb/trigger") }

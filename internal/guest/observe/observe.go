@@ -54,6 +54,16 @@ func Fault(tb testing.TB, f feature.Fault, format string, args ...any) {
 	tb.Fatalf(format, args...)
 }
 
+// Lost fails tb, without stopping it, on an instrument that lost events
+// (the message names it and says how many): what it counted cannot judge
+// the kernel, so the judge calls the test's seed error. It may be called
+// from a cleanup.
+func Lost(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	tb.Log(feature.Record{Fault: feature.Instrument, Why: fmt.Sprintf(format, args...)}.String())
+	tb.Errorf(format, args...)
+}
+
 // Shows records that tb observed seed's behaviour itself (what, in why):
 // the queue stopped where the seed stops it, the program ran where the
 // seed runs it. A seed is present on a kernel only where a test that
