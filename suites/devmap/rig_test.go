@@ -69,7 +69,7 @@ func newRig(tb testing.TB, trace bool) *rig {
 			Program: r.objs.TraceDevmapXmit,
 		})
 		if err != nil {
-			tb.Fatalf("attach raw tracepoint xdp_devmap_xmit: %v (needs CONFIG_BPF_EVENTS)", err)
+			observe.Fault(tb, feature.Environment, "attach raw tracepoint xdp_devmap_xmit: %v (needs CONFIG_BPF_EVENTS)", err)
 		}
 		tb.Cleanup(func() { tp.Close() })
 		instrument.WatchMisses(tb, "the xdp_devmap_xmit counter", r.objs.TraceDevmapXmit)

@@ -9,7 +9,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // fastPathTracer runs bpf/fastpath.c on one device's root qdisc.
@@ -26,7 +28,7 @@ func traceFastPath(tb testing.TB, ifindex int) *fastPathTracer {
 	tb.Helper()
 	tr, err := attachFastPath(ifindex)
 	if err != nil {
-		tb.Fatal(err)
+		observe.Fault(tb, feature.Environment, "%v", err)
 	}
 	tb.Cleanup(func() { tr.Close() })
 	tr.watchMisses(tb)

@@ -7,6 +7,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // WatchBurst counts, from now until tb ends, the frames of ethertype proto
@@ -24,7 +25,7 @@ func WatchBurst(tb testing.TB, ns netns.NsHandle, ifindex int, proto uint16) (fu
 	case errors.Is(err, feature.ErrNotSupported):
 		return nil, err
 	case err != nil:
-		tb.Fatalf("dropmon: %v", err)
+		observe.Fault(tb, feature.Environment, "dropmon: %v", err)
 	}
 	h, err := WatchHist(tb, proto)
 	if err == nil {

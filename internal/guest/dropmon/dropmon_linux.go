@@ -15,6 +15,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
 // reasons returns the running kernel's enum skb_drop_reason and its BTF.
@@ -291,15 +292,15 @@ func Watch(tb testing.TB, ns netns.NsHandle, ifindex int, name feature.Feature) 
 		return nil, err
 	}
 	if err != nil {
-		tb.Fatalf("dropmon: %s: %v", name, err)
+		observe.Fault(tb, feature.Environment, "dropmon: %s: %v", name, err)
 	}
 	ino, err := NetnsInode(int(ns))
 	if err != nil {
-		tb.Fatalf("dropmon: %v", err)
+		observe.Fault(tb, feature.Environment, "dropmon: %v", err)
 	}
 	m, err := Attach(Filter{Ifindex: ifindex, NetnsInode: ino})
 	if err != nil {
-		tb.Fatalf("dropmon: count %s on ifindex %d: %v", name, ifindex, err)
+		observe.Fault(tb, feature.Environment, "dropmon: count %s on ifindex %d: %v", name, ifindex, err)
 	}
 	tb.Cleanup(func() { m.Close() })
 	instrument.WatchMisses(tb, "the kfree_skb counter", m.prog)

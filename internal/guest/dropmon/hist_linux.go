@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
@@ -50,7 +51,7 @@ func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 	}
 	dir := filepath.Join(instances, fmt.Sprintf("xmitcheck-%d-%d", os.Getpid(), histSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		tb.Fatalf("dropmon: make a tracefs instance (tracefs at %s): %v", tracefs, err)
+		observe.Fault(tb, feature.Environment, "dropmon: make a tracefs instance (tracefs at %s): %v", tracefs, err)
 	}
 	// Keyed by CPU as well: a key's first insertion can race only with
 	// events on other CPUs (the trigger runs with preemption disabled), and
@@ -67,7 +68,7 @@ func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 	// The instance's ring buffer only holds each event until the trigger
 	// has it (the event itself stays disabled): one page per CPU.
 	if err := os.WriteFile(filepath.Join(dir, "buffer_size_kb"), []byte("4"), 0); err != nil {
-		tb.Fatalf("dropmon: shrink the instance's buffer: %v", err)
+		observe.Fault(tb, feature.Environment, "dropmon: shrink the instance's buffer: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "events/skb/kfree_skb/hist")); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf(
@@ -75,13 +76,13 @@ func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 	}
 	format, err := os.ReadFile(filepath.Join(dir, "events/skb/kfree_skb/format"))
 	if err != nil {
-		tb.Fatalf("dropmon: %v", err)
+		observe.Fault(tb, feature.Environment, "dropmon: %v", err)
 	}
 	if !bytes.Contains(format, []byte(" reason;")) {
 		return nil, fmt.Errorf("%w: skb:kfree_skb has no reason field (before 5.17)", ErrNoHist)
 	}
 	if err := os.WriteFile(h.triggerFile(), []byte(h.trigger), 0); err != nil {
-		tb.Fatalf("dropmon: set %q on skb:kfree_skb: %v", h.trigger, err)
+		observe.Fault(tb, feature.Environment, "dropmon: set %q on skb:kfree_skb: %v", h.trigger, err)
 	}
 	h.set = true
 	// Runs before the instance goes: an event the histogram could not
