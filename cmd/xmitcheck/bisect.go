@@ -146,7 +146,7 @@ func bisectExit(r *results.Run, scope []feature.Seed) (int, string) {
 		}
 	}
 	for _, m := range r.Misses {
-		if r.Expect.Features[m.Feature] {
+		if m.Present || r.Expect.Features[m.Feature] {
 			return bisectBad, "bad: " + m.Line()
 		}
 	}

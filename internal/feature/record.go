@@ -15,9 +15,11 @@ type Record struct {
 	// Seed alone tags the test (and its subtests) as a test of the seed;
 	// with Absent, the test observed the seed's behaviour missing.
 	Seed Seed `json:"seed,omitempty"`
-	// Feature with Absent: a probe found the feature missing.
+	// Feature with Absent: a probe found the feature missing; with
+	// Present, a probe found it there.
 	Feature Feature `json:"feature,omitempty"`
 	Absent  bool    `json:"absent,omitempty"`
+	Present bool    `json:"present,omitempty"`
 	// Shown with Seed: the test observed the seed's behaviour itself (not
 	// only something every kernel does); see Shows.
 	Shown bool `json:"shown,omitempty"`

@@ -84,6 +84,8 @@ func TestProbesNameKnownFeatures(t *testing.T) {
 				arg = call.Args[0]
 			case fn == "dropmon.Watch" && len(call.Args) == 4:
 				arg = call.Args[3]
+			case fn == "observe.Probe" && len(call.Args) == 3:
+				arg = call.Args[1]
 			default:
 				return true
 			}

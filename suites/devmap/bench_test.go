@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
@@ -30,7 +31,7 @@ func BenchmarkRedirect(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			r := newRig(b, false)
-			observe.Require(b, probeLiveFrames(r.objs.XdpSink))
+			observe.Probe(b, feature.XDPLiveFrames, probeLiveFrames(r.objs.XdpSink))
 			r.setEntry(b, r.objs.Devmap, 0, r.dst[0], tc.prog(r))
 			frame := traffic.Frame([6]byte{2, 0, 0, 0, 0, 1}, 1, 0)
 

@@ -40,7 +40,7 @@ func TestBroadcast(t *testing.T) {
 }
 
 func testBroadcast(t *testing.T, r *rig, d driver, exclude, hash bool) {
-	observe.Require(t, probeBroadcast(r))
+	observe.Probe(t, feature.BPFBroadcast, probeBroadcast(r))
 	ctx := withDeadline(t)
 	const frames = 8
 	m := r.devmap(t, hash)

@@ -53,7 +53,7 @@ func TestBroadcastCopies(t *testing.T) {
 }
 
 func testProgramRewritesItsCopy(t *testing.T, r *rig, d driver) {
-	observe.Require(t, probeBroadcast(r))
+	observe.Probe(t, feature.BPFBroadcast, probeBroadcast(r))
 	ctx := withDeadline(t)
 	const frames = 8
 	m := r.devmap(t, false)

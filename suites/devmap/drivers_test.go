@@ -48,7 +48,7 @@ type liveDriver struct {
 // newLiveDriver skips tb when the kernel has no live frames.
 func newLiveDriver(tb testing.TB, r *rig) driver {
 	tb.Helper()
-	observe.Require(tb, probeLiveFrames(r.objs.XdpSink))
+	observe.Probe(tb, feature.XDPLiveFrames, probeLiveFrames(r.objs.XdpSink))
 	return &liveDriver{r: r, frame: traffic.Frame([6]byte{2, 0, 0, 0, 0, 1}, 1, 0)}
 }
 

@@ -50,7 +50,7 @@ func TestRedirectToTap(t *testing.T) {
 }
 
 func testRingFull(t *testing.T, r *rig, d driver) {
-	observe.Require(t, tuntap.ProbeBackpressure())
+	observe.Probe(t, feature.IFFBackpressure, tuntap.ProbeBackpressure())
 	ctx := withDeadline(t)
 	const frames = 64
 	tp := openTap(t, r)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
@@ -58,7 +59,7 @@ func BenchmarkTapBackpressure(b *testing.B) {
 		for _, n := range []int{1, 2, 4, 8} {
 			b.Run(fmt.Sprintf("flag=%s/senders=%d", flag.name, n), func(b *testing.B) {
 				if flag.flags != 0 {
-					observe.Require(b, tuntap.ProbeBackpressure())
+					observe.Probe(b, feature.IFFBackpressure, tuntap.ProbeBackpressure())
 				}
 				e := netenv.New(b)
 				r := tapReader(b, e, flag.flags, tapBenchRing)

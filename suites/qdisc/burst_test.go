@@ -29,9 +29,9 @@ const maxBurstSysctl = "/proc/sys/net/core/qdisc_max_burst"
 // allows it. Any other shortfall fails.
 func TestBurstDropsCounted(t *testing.T) {
 	observe.Of(t, feature.Seed003)
-	observe.Require(t, probeDeferList())
+	observe.Probe(t, feature.QdiscDeferList, probeDeferList())
 	_, err := dropmon.Reason(feature.DropReasonQdiscBurst)
-	observe.Require(t, err)
+	observe.Probe(t, feature.DropReasonQdiscBurst, err)
 	setSysctl(t, maxBurstSysctl, 1)
 	r := vethPath.rig(t, "pfifo")
 	assert.Assert(t, r.burst != nil, "the rig counts no burst drops although the kernel has the reason")

@@ -40,7 +40,7 @@ const (
 // (bpf/fastpath.c) sorts the calls until fastPathWant of them decided.
 func TestFastPath(t *testing.T) {
 	observe.Of(t, feature.Seed003)
-	observe.Require(t, probeDeferList())
+	observe.Probe(t, feature.QdiscDeferList, probeDeferList())
 	n := 2 * runtime.NumCPU()
 	t.Run(fmt.Sprintf("%s/pfifo/senders=%d", vethFast.name, n), func(t *testing.T) {
 		setSysctl(t, devWeightSysctl, 1)

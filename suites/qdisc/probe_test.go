@@ -38,6 +38,6 @@ func probeDeferList() error {
 // TestFastPath's to observe, never inferred from the member.
 func TestDeferList(t *testing.T) {
 	observe.Of(t, feature.Seed003)
-	observe.Require(t, probeDeferList())
+	observe.Probe(t, feature.QdiscDeferList, probeDeferList())
 	t.Log("struct Qdisc has defer_list")
 }

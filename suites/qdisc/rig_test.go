@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
@@ -72,7 +73,7 @@ var (
 	// the bottleneck, and its lock the most contended.
 	vethFast = path{"veth_xdp_fast", func(tb testing.TB, e *netenv.Env) *rig { return vethXDP(tb, e, 0) }}
 	tapPath  = path{"tap_backpressure", func(tb testing.TB, e *netenv.Env) *rig {
-		observe.Require(tb, tuntap.ProbeBackpressure())
+		observe.Probe(tb, feature.IFFBackpressure, tuntap.ProbeBackpressure())
 		return tapReader(tb, e, tuntap.IFFBackpressure, tapRing)
 	}}
 	// paths are the devices every no-stall test runs on.
@@ -220,7 +221,7 @@ func (r *rig) setQdisc(tb testing.TB, kind string) {
 	case "bfifo":
 		r.bfifo(tb, fifoLimit*traffic.FrameLen)
 	case "fq_codel":
-		observe.Require(tb, r.e.FqCodel(r.dev))
+		observe.Probe(tb, feature.FqCodel, r.e.FqCodel(r.dev))
 	default:
 		tb.Fatalf("unknown qdisc %q", kind)
 	}

@@ -31,7 +31,7 @@ func TestProbe(t *testing.T) {
 	kept := flags&tuntap.IFFBackpressure != 0
 	assert.Check(t, is.Equal(kept, probe == nil),
 		"TUNGETFEATURES %#x, TUNGETIFF flags after TUNSETIFF with 0x80: %#x", features, flags)
-	observe.Require(t, probe)
+	observe.Probe(t, feature.IFFBackpressure, probe)
 }
 
 // TestClassify sends R+32 frames to an idle reader, for flag on/off x

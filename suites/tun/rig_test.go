@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
@@ -73,7 +74,7 @@ type tapRig struct {
 // IFF_BACKPRESSURE.
 func requireBackpressure(t testing.TB) {
 	t.Helper()
-	observe.Require(t, tuntap.ProbeBackpressure())
+	observe.Probe(t, feature.IFFBackpressure, tuntap.ProbeBackpressure())
 }
 
 // newTap builds the namespace, opens the tap with o.flags (checking that
@@ -110,7 +111,7 @@ func (rig *tapRig) setUp(t testing.TB) {
 	switch {
 	case o.root == "default":
 	case o.root == "fq_codel":
-		observe.Require(t, rig.e.FqCodel(l))
+		observe.Probe(t, feature.FqCodel, rig.e.FqCodel(l))
 	case o.limit == 0:
 		e.Noqueue(t, l)
 	default:

@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"gotest.tools/v3/assert"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
@@ -56,7 +57,7 @@ func newRigIn(tb testing.TB, e *netenv.Env, s setup) *rig {
 	}
 	kmsg.Watch(tb)
 	if s.backpressure {
-		observe.Require(tb, tuntap.ProbeBackpressure())
+		observe.Probe(tb, feature.IFFBackpressure, tuntap.ProbeBackpressure())
 	}
 	queues := max(s.queues, 1)
 	r.openGuests(queues, s.virtio)
@@ -90,7 +91,7 @@ func (r *rig) openGuests(queues int, cfg guest.Config) {
 	cfg.QueueSize = guestQueue
 	for range queues {
 		g, err := guest.Open(cfg)
-		observe.Require(r.tb, err)
+		observe.Probe(r.tb, feature.VhostNet, err)
 		r.guests = append(r.guests, g)
 		r.tb.Cleanup(func() { g.Close() })
 	}
@@ -139,7 +140,7 @@ func (r *rig) configure(qdisc string) {
 	case qdiscMqPfifo:
 		e.MqPfifo(tb, l, len(r.taps), bigFIFO)
 	case qdiscFqCodel:
-		observe.Require(tb, e.FqCodel(l))
+		observe.Probe(tb, feature.FqCodel, e.FqCodel(l))
 	}
 	e.Up(tb, l)
 	r.link = e.Link(tb, tapName)

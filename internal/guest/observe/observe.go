@@ -1,6 +1,6 @@
 // Package observe is how a suite test reports what it saw to the judge on the
 // host: which seed it tests (Of), a probe that found a feature missing
-// (Require), a failure that is not the kernel's (Fault), the seed's
+// (Require, Probe), a failure that is not the kernel's (Fault), the seed's
 // behaviour shown (Shows) or the behaviour from before
 // it (Absent), a known defect seen exactly (Known). Each is a feature.Record
 // line in the test's output; the test never learns what its kernel is
@@ -43,6 +43,19 @@ func Require(tb testing.TB, err error) {
 	}
 	tb.Log(feature.Record{Feature: ue.Feature, Absent: true, Why: ue.Probe}.String())
 	tb.Skip(err.Error())
+}
+
+// Probe is Require for a probe of f: it also records that the probe found f
+// there, so that a kernel expected to lack f ("!F") fails where it has it.
+// An absence the probe reports (of f, or of a feature f needs) is
+// Require's.
+func Probe(tb testing.TB, f feature.Feature, err error) {
+	tb.Helper()
+	if err == nil {
+		tb.Log(feature.Record{Feature: f, Present: true}.String())
+		return
+	}
+	Require(tb, err)
 }
 
 // Fault fails tb on something that is not the kernel's doing (the

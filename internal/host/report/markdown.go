@@ -85,6 +85,11 @@ func writeKernels(b *bytes.Buffer, v view) {
 			fmt.Fprintf(b, "- %s: the run failed: %s\n", mdText(k.Short), mdCode(k.Err))
 		}
 		for _, m := range k.Misses {
+			if m.Present {
+				fmt.Fprintf(b, "- %s: feature %s present where expected absent (%s)\n",
+					mdText(k.Short), mdText(string(m.Feature)), mdCode(m.Test))
+				continue
+			}
 			fmt.Fprintf(b, "- %s: feature %s missing where expected (%s): %s\n",
 				mdText(k.Short), mdText(string(m.Feature)), mdCode(m.Test), mdCode(m.Probe))
 		}

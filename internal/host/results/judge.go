@@ -21,7 +21,7 @@ import (
 func (r *Run) Judge(e expect.Expectation, source string, named ...feature.Seed) {
 	r.Expect, r.ExpectSource = e, source
 	obs := r.observe()
-	r.Misses = r.settle(obs, e)
+	r.Misses = append(r.settle(obs, e), r.unexpected(obs, e)...)
 	evidence := r.gather(obs)
 	r.Verdicts = nil
 	for _, s := range feature.Seeds {
@@ -126,6 +126,24 @@ func (r *Run) settle(obs map[*Test]observation, e expect.Expectation) []FeatureM
 		}
 	}
 	return misses
+}
+
+// unexpected lists the features e says the kernel lacks ("!F") that a
+// probe found there.
+func (r *Run) unexpected(obs map[*Test]observation, e expect.Expectation) []FeatureMiss {
+	var out []FeatureMiss
+	for _, t := range r.Tests {
+		for _, rec := range obs[t].records {
+			want, judged := e.Features[rec.Feature]
+			seen := func(m FeatureMiss) bool { return m.Feature == rec.Feature }
+			if !rec.Present || !judged || want || slices.ContainsFunc(out, seen) {
+				continue
+			}
+			test := ShortPackage(t.Package) + "." + t.Name
+			out = append(out, FeatureMiss{Feature: rec.Feature, Probe: "present", Test: test, Present: true})
+		}
+	}
+	return out
 }
 
 // evidence is what one seed's tests add up to.

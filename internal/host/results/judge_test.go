@@ -301,3 +301,19 @@ func TestSplatWhereItHappened(t *testing.T) {
 		assert.Check(t, is.Len(r.Orphans, 0), "a report in a binary's window is never an orphan")
 	}
 }
+
+// TestNotFeature holds the judge to "!F": a kernel expected to lack a
+// feature fails where a probe found it, and only where the expectation
+// says so explicitly.
+func TestNotFeature(t *testing.T) {
+	has := feature.Record{Feature: feature.BPFBroadcast, Present: true}.String()
+	tests := []string{"TestBroadcast", "pass", tag(feature.Seed004), has, shows(feature.Seed004)}
+	r := judged(t, "004,!BPF_F_BROADCAST", nil, tests)
+	assert.Assert(t, is.Len(r.Misses, 1))
+	assert.Check(t, is.Equal(r.Misses[0].Line(), "kernel has BPF_F_BROADCAST, expected to lack it; seen by suites/tun.TestBroadcast"))
+	assert.Check(t, r.Mismatched())
+
+	r = judged(t, "004", nil, tests)
+	assert.Check(t, is.Len(r.Misses, 0), "an expectation that does not name the feature does not judge it")
+	assert.Check(t, !r.Mismatched())
+}

@@ -62,7 +62,7 @@ func writeVerdicts(w io.Writer, ind string, num int, r *Run) {
 		result(w, sub, i+1, desc, vs, "")
 	}
 	for _, m := range r.Misses {
-		diag(w, ind, []string{fmt.Sprintf("feature %s missing, expected present (%s): %s", m.Feature, m.Test, m.Probe)})
+		diag(w, ind, []string{m.Line()})
 		st = Fail
 	}
 	result(w, ind, num, VerdictPackage, st, "")

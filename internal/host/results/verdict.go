@@ -47,11 +47,15 @@ func (v Verdict) Mismatch() bool {
 }
 
 // FeatureMiss is a feature the kernel was expected to have that a probe
-// found missing.
+// found missing, or (Present) one it was expected to lack that a probe
+// found there.
 type FeatureMiss struct {
 	Feature feature.Feature
 	Probe   string
 	Test    string
+	// Present: the probe found the feature where the kernel is expected
+	// to lack it ("!F").
+	Present bool `json:",omitempty"`
 }
 
 // Mismatched reports whether anything in the verdicts fails the run: a cell
@@ -191,5 +195,8 @@ func (v Verdict) Line() string {
 
 // Line is the miss as one line.
 func (m FeatureMiss) Line() string {
+	if m.Present {
+		return "kernel has " + string(m.Feature) + ", expected to lack it; seen by " + m.Test
+	}
 	return "kernel lacks " + string(m.Feature) + " (" + m.Probe + "), expected to have it; seen by " + m.Test
 }
