@@ -95,6 +95,30 @@ func TestLayout(t *testing.T) {
 	assert.Check(t, slices.Contains(listed, "internal/feature"))
 }
 
+// mdLink matches a relative Markdown link target: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+
+// TestDocs holds the README to a page a newcomer reads in two minutes (at
+// most 100 lines: the manual is docs/) and every relative link of the
+// README and docs/ to a file or folder that exists.
+func TestDocs(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	assert.NilError(t, err)
+	lines := strings.Count(string(readme), "\n")
+	assert.Check(t, lines <= 100, "README.md has %d lines: move the manual's parts to docs/", lines)
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	assert.NilError(t, err)
+	for _, page := range append(pages, filepath.Join(root, "README.md")) {
+		b, err := os.ReadFile(page)
+		assert.NilError(t, err)
+		for _, m := range mdLink.FindAllStringSubmatch(string(b), -1) {
+			_, err := os.Stat(filepath.Join(filepath.Dir(page), m[1]))
+			assert.Check(t, err, "%s links to %s", page, m[1])
+		}
+	}
+}
+
 // filesItem matches an item of a suite doc's "# Files" list.
 var filesItem = regexp.MustCompile(`^//   - ([a-z0-9_]+\.go): \S`)
 
