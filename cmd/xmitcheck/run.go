@@ -297,6 +297,9 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	for _, n := range s.run.Notes {
 		fmt.Fprintln(human, "xmitcheck:", n)
 	}
+	if ctx.Err() != nil {
+		s.run.Cancel()
+	}
 	s.run.Finish(errors.Join(errs...))
 	s.run.Judge(e, source, named...)
 	return s.run, nil

@@ -58,6 +58,10 @@ func (r *Run) observe() map[*Test]observation {
 		for _, l := range t.Output {
 			rec, ok := feature.ParseRecord(l)
 			switch {
+			case !ok && strings.HasPrefix(l, "panic: "):
+				// The Go runtime's own report, at the start of a line (a
+				// test's log lines are indented): the harness's code failed.
+				o.records = append(o.records, feature.Record{Fault: feature.Harness, Why: "Go " + l})
 			case !ok:
 			case rec.Seed != "" && !rec.Absent && !rec.Shown:
 				tags[key(t.Package, t.Name)] = rec.Seed
@@ -203,6 +207,8 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 			switch {
 			case t.Artefact:
 				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": failed by the emulator, not the kernel")
+			case t.Cancelled:
+				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": the run was cancelled before it ended")
 			case len(t.Kernel) > 0:
 				// A kernel report under the test is the kernel's, whatever
 				// else the test saw: no probe's skip or fault hides it.

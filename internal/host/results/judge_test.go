@@ -310,10 +310,47 @@ func TestNotFeature(t *testing.T) {
 	tests := []string{"TestBroadcast", "pass", tag(feature.Seed004), has, shows(feature.Seed004)}
 	r := judged(t, "004,!BPF_F_BROADCAST", nil, tests)
 	assert.Assert(t, is.Len(r.Misses, 1))
-	assert.Check(t, is.Equal(r.Misses[0].Line(), "kernel has BPF_F_BROADCAST, expected to lack it; seen by suites/tun.TestBroadcast"))
+	assert.Check(t, is.Equal(r.Misses[0].Line(),
+		"kernel has BPF_F_BROADCAST, expected to lack it; seen by suites/tun.TestBroadcast"))
 	assert.Check(t, r.Mismatched())
 
 	r = judged(t, "004", nil, tests)
 	assert.Check(t, is.Len(r.Misses, 0), "an expectation that does not name the feature does not judge it")
 	assert.Check(t, !r.Mismatched())
+}
+
+// TestHarnessPanic holds the judge to a Go panic in the suite's own code
+// (the runtime prints it at the start of a line): not the kernel's, error.
+func TestHarnessPanic(t *testing.T) {
+	r := NewRun("k")
+	r.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
+	r.Add(Event{Action: "output", Package: pkg, Test: "TestA",
+		Output: "    a_test.go:7: " + tag(feature.Seed004) + "\n"})
+	r.Add(Event{Action: "output", Package: pkg, Test: "TestA",
+		Output: "    a_test.go:9: panic: a log line, not a panic\n"})
+	r.Add(Event{Action: "output", Package: pkg, Test: "TestA",
+		Output: "panic: runtime error: index out of range [3] with length 3 [recovered]\n"})
+	r.Add(Event{Action: "fail", Package: pkg, Test: "TestA"})
+	r.Finish(nil)
+	r.Judge(expect.Expectation{}, "test")
+	v, _ := r.verdict(feature.Seed004)
+	assert.Check(t, is.Equal(v.State, Error))
+	assert.Check(t, is.Equal(v.Why,
+		"suites/tun.TestA: not the kernel: harness: Go panic: runtime error: "+
+			"index out of range [3] with length 3 [recovered]"))
+}
+
+// TestCancelled holds the judge to a run the user stopped: the test it
+// stopped is not tested, not BROKEN.
+func TestCancelled(t *testing.T) {
+	r := NewRun("k")
+	r.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
+	r.Add(Event{Action: "output", Package: pkg, Test: "TestA",
+		Output: "    a_test.go:7: " + tag(feature.Seed004) + "\n"})
+	r.Cancel()
+	r.Finish(errors.New("run cancelled during suites/tun: context canceled"))
+	r.Judge(expect.Expectation{}, "test")
+	v, _ := r.verdict(feature.Seed004)
+	assert.Check(t, is.Equal(v.State, Error))
+	assert.Check(t, is.Equal(v.Why, "suites/tun.TestA: the run was cancelled before it ended"))
 }

@@ -62,6 +62,7 @@ type junitMessage struct {
 const (
 	junitAssertion = "assertion" // the test's own check failed
 	junitKernel    = "kernel"    // a splat, crash or hang under the test
+	junitCancelled = "cancelled" // the run was stopped before the test ended
 	junitEmulator  = "emulator"  // the emulator failed it: not tested
 	junitRun       = "run"       // the run itself (boot, infrastructure)
 	junitVerdict   = "verdict"   // a seed's verdict differs from its expectation
@@ -137,6 +138,9 @@ func junitPackage(r *Run, p *node) junitSuite {
 			c.Error = &junitMessage{
 				Type: junitEmulator, Message: "not tested: the emulator failed it, not the kernel", Body: body,
 			}
+		case st == Fail && t.Cancelled:
+			s.Errors++
+			c.Error = &junitMessage{Type: junitCancelled, Message: "not tested: the run was cancelled", Body: body}
 		case st == Fail:
 			s.Failures++
 			typ := junitAssertion

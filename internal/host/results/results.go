@@ -61,6 +61,9 @@ type Test struct {
 	// Artefact is set when the test failed through no fault of the
 	// kernel's (the emulator's): it counts as not tested.
 	Artefact bool
+	// Cancelled is set when the run was stopped (a signal, a deadline)
+	// before the test ended: it counts as not tested.
+	Cancelled bool
 	// Judged is why Run.Judge changed the status the test ended with:
 	// an expected failure, or a failure where a skip would hide a
 	// regression.
@@ -405,6 +408,16 @@ func (r *Run) keepEarlier() {
 func (r *Run) DropKernelReports(from int) {
 	owned := func(t *Test) bool { return t.Package == "kernel" }
 	r.Tests = append(r.Tests[:from:from], slices.DeleteFunc(r.Tests[from:], owned)...)
+}
+
+// Cancel marks every test that has not ended as cancelled: the user or a
+// deadline stopped the run, not the kernel.
+func (r *Run) Cancel() {
+	for _, t := range r.Tests {
+		if !t.done {
+			t.Cancelled = true
+		}
+	}
 }
 
 // MarkArtefact makes the tests of pkg that the emulator ended artefacts:
