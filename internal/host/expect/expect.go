@@ -26,9 +26,16 @@ type Expectation struct {
 // Parse reads a list separated by commas or spaces: a seed ("003", "000-tun";
 // "000" is both sides of seed 000) or a feature ("IFF_BACKPRESSURE") says
 // the kernel has it, a leading "!" that it has not, and "xfail:ISSUE" allows
-// the known issue. The empty string expects nothing.
+// the known issue. The empty string expects nothing; an empty item between
+// commas ("000,,003") is an error, as it is most likely a word left out.
 func Parse(spec string) (Expectation, error) {
 	e := Expectation{Seeds: map[feature.Seed]bool{}, Features: map[feature.Feature]bool{}, Known: map[feature.Issue]bool{}}
+	for _, part := range strings.Split(spec, ",") {
+		if strings.TrimSpace(part) == "" && strings.TrimSpace(spec) != "" {
+			return Expectation{}, fmt.Errorf("expectation %q: an empty item between commas: name a seed, a feature "+
+				"or xfail:ISSUE there, or remove the comma", spec)
+		}
+	}
 	for _, item := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
 		want := true
 		if rest, ok := strings.CutPrefix(item, "!"); ok {

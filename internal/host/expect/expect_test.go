@@ -43,3 +43,14 @@ func TestOverride(t *testing.T) {
 	got := file.Override(user)
 	assert.Check(t, is.Equal(got.String(), "!000-tun,!000-vhost,003,004,fq_codel,xfail:devmap-same-device"))
 }
+
+func TestParseEmptyItem(t *testing.T) {
+	for _, spec := range []string{"000,,003", "000,", ",004", " , "} {
+		_, err := Parse(spec)
+		assert.Check(t, is.ErrorContains(err, "an empty item between commas"), "%q", spec)
+	}
+	for _, spec := range []string{"", "  ", "000, 003", "000 003"} {
+		_, err := Parse(spec)
+		assert.Check(t, err, "%q", spec)
+	}
+}
