@@ -198,8 +198,10 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 			}
 		}
 		seed := obs[t].seed
-		if seed == "" || r.hasChildren(t) && (t.Status != Fail || r.hasFailedChild(t)) {
-			continue // a parent counts only when it failed on its own
+		// A parent counts only when it failed on its own: a kernel report
+		// in its window (a subtest has no window of its own) is its own.
+		if seed == "" || r.hasChildren(t) && len(t.Kernel) == 0 && (t.Status != Fail || r.hasFailedChild(t)) {
+			continue
 		}
 		a := get(seed)
 		switch t.Status {

@@ -354,3 +354,20 @@ func TestCancelled(t *testing.T) {
 	assert.Check(t, is.Equal(v.State, Error))
 	assert.Check(t, is.Equal(v.Why, "suites/tun.TestA: the run was cancelled before it ended"))
 }
+
+// TestSplatOnAParent holds the judge to a report in a parent's window
+// whose subtest failed on its own (a probe's skip the expectation turns
+// into a failure): the report is the kernel's, the seed BROKEN by it.
+func TestSplatOnAParent(t *testing.T) {
+	r := stream(nil,
+		[]string{"TestA", "pass", tag(feature.Seed000Tun), shows(feature.Seed000Tun)},
+		[]string{"TestA/tap", "skip", probe},
+	)
+	r.AttachKernelAt(pkg, "TestA", "WARNING", "", []string{"WARNING: CPU: 0 PID: 1 at x.c:1 y"})
+	e, err := expect.Parse("000-tun")
+	assert.NilError(t, err)
+	r.Judge(e, "test")
+	v, _ := r.verdict(feature.Seed000Tun)
+	assert.Check(t, is.Equal(v.State, Broken))
+	assert.Check(t, is.Equal(v.Why, "suites/tun.TestA: kernel WARNING: WARNING: CPU: 0 PID: 1 at x.c:1 y"))
+}

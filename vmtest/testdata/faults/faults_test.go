@@ -68,7 +68,7 @@ func TestProbe(t *testing.T) {
 			observe.Require(t, tuntap.ProbeBackpressure())
 		}
 		if fault == "warn-skip" {
-			observe.Require(t, feature.Unsupported(feature.IFFBackpressure, "forced by the fault binary"))
+			observe.Require(t, feature.Unsupported(feature.FqCodel, "forced by the fault binary"))
 		}
 		t.Skip("the fault binary probes nothing here")
 	})
