@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -299,6 +300,10 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	}
 	if ctx.Err() != nil {
 		s.run.Cancel()
+	}
+	if mods := kernels.UnloadableModules(k, append(slices.Clone(kernels.GuestModules), v.modprobe...)); len(mods) > 0 {
+		s.run.Unloadable = fmt.Sprintf("%s builds %s as modules and no --modules directory came with it",
+			k.Name, strings.Join(mods, ", "))
 	}
 	s.run.Finish(errors.Join(errs...))
 	s.run.Judge(e, source, named...)

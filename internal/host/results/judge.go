@@ -30,6 +30,9 @@ func (r *Run) Judge(e expect.Expectation, source string, named ...feature.Seed) 
 			continue
 		}
 		v := decide(s.Seed, t, r.Err)
+		if r.Unloadable != "" && (v.State == Broken || v.State == Absent) {
+			v.State, v.Why = Error, "not tested: "+r.Unloadable+"; "+string(v.State)+" would say: "+v.Why
+		}
 		if want, ok := e.Seeds[s.Seed]; ok {
 			v.Want = Absent
 			if want {

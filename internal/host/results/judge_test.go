@@ -371,3 +371,19 @@ func TestSplatOnAParent(t *testing.T) {
 	assert.Check(t, is.Equal(v.State, Broken))
 	assert.Check(t, is.Equal(v.Why, "suites/tun.TestA: kernel WARNING: WARNING: CPU: 0 PID: 1 at x.c:1 y"))
 }
+
+// TestUnloadable holds the judge to a kernel whose modules could not be
+// loaded: what would be absent or BROKEN is error; present stays present.
+func TestUnloadable(t *testing.T) {
+	r := stream(nil,
+		[]string{"TestA", "fail", tag(feature.Seed000Tun), "a_test.go:9: open /dev/net/tun: no such file"},
+		[]string{"TestB", "pass", tag(feature.Seed004), shows(feature.Seed004)},
+	)
+	r.Unloadable = "vmlinuz builds tun as modules and no --modules directory came with it"
+	r.Judge(expect.Expectation{}, "test")
+	v, _ := r.verdict(feature.Seed000Tun)
+	assert.Check(t, is.Equal(v.State, Error))
+	assert.Check(t, is.Contains(v.Why, "not tested: vmlinuz builds tun as modules"))
+	v, _ = r.verdict(feature.Seed004)
+	assert.Check(t, is.Equal(v.State, Present))
+}

@@ -116,6 +116,10 @@ type Run struct {
 	ExpectSource string
 	Verdicts     []Verdict
 	Misses       []FeatureMiss
+	// Unloadable, when set, says why the run could not load what the
+	// suites need (modules the kernel builds as modules, with no modules
+	// directory): a seed it would call absent or BROKEN is error instead.
+	Unloadable string
 	// Orphans are failures that belong to no seed (a kernel report while
 	// no test binary ran): Judge lists them, as "test: first line".
 	Orphans []string

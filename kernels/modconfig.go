@@ -1,0 +1,69 @@
+package kernels
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// moduleOption is the config option that builds each of GuestModules.
+var moduleOption = map[string]string{
+	"virtio_pci":     "CONFIG_VIRTIO_PCI",
+	"virtio_console": "CONFIG_VIRTIO_CONSOLE",
+	"tun":            "CONFIG_TUN",
+	"vhost_net":      "CONFIG_VHOST_NET",
+	"veth":           "CONFIG_VETH",
+	"af_packet":      "CONFIG_PACKET",
+	"sch_fq_codel":   "CONFIG_NET_SCH_FQ_CODEL",
+	"sch_netem":      "CONFIG_NET_SCH_NETEM",
+	"sch_ingress":    "CONFIG_NET_SCH_INGRESS",
+	"cls_bpf":        "CONFIG_NET_CLS_BPF",
+}
+
+// UnloadableModules returns the modules of names that k builds as modules
+// (its config says "=m") while no modules directory came with it: the
+// guest cannot load them, so what needs them cannot be tested. The config
+// is read beside the image (config-RELEASE, as Debian's /boot has it) or
+// in the tree the image was built in (arch/x86/boot/bzImage's .config);
+// without one, nothing is known and nothing is returned.
+func UnloadableModules(k *Kernel, names []string) []string {
+	if k.ModulesDir != "" || k.Host || k.Vmlinuz == "" {
+		return nil
+	}
+	// A path kernel is copied into the cache: its config is beside the
+	// path the user gave (k.Name), not beside the copy.
+	var opts map[string]string
+	for _, dir := range []string{filepath.Dir(k.Name), filepath.Dir(k.Vmlinuz)} {
+		for _, p := range []string{filepath.Join(dir, "config-"+k.Release), filepath.Join(dir, "..", "..", "..", ".config")} {
+			if opts == nil {
+				opts = readConfig(p)
+			}
+		}
+	}
+	var out []string
+	for _, n := range names {
+		if o := moduleOption[strings.ReplaceAll(n, "-", "_")]; o != "" && opts[o] == "m" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// readConfig reads a kernel .config's options ("CONFIG_X" → "y", "m", …);
+// nil when there is none.
+func readConfig(path string) map[string]string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	opts := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if k, v, ok := strings.Cut(s.Text(), "="); ok && strings.HasPrefix(k, "CONFIG_") {
+			opts[k] = v
+		}
+	}
+	return opts
+}
