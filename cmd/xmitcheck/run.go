@@ -285,7 +285,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 			queue = append(next, queue...)
 			continue
 		}
-		s.attachConsole(crashed, out)
+		s.attachConsole(crashed, out, err)
 		errs = append(errs, err)
 		if !errors.Is(err, vmtest.ErrCrash) || crashed == "" {
 			break

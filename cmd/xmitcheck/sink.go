@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,10 +131,17 @@ func (s *resultSink) add(e results.Event) {
 
 // attachConsole fails what the kernel died under (the running test, else
 // the binary pkg) with the console's last lines.
-func (s *resultSink) attachConsole(pkg string, out *vmtest.Outcome) {
-	if out != nil && len(out.Console) > 0 {
-		s.run.AttachKernel(pkg, "console at the end", out.Console)
+func (s *resultSink) attachConsole(pkg string, out *vmtest.Outcome, err error) {
+	if out == nil || len(out.Console) == 0 {
+		return
 	}
+	// What ended the boot leads, so a verdict names it; the firmware's
+	// output before the kernel's first line says nothing.
+	lines := out.Console
+	if i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[") }); i > 0 {
+		lines = lines[i:]
+	}
+	s.run.AttachKernel(pkg, fmt.Sprintf("%v; the console at the end", err), lines)
 }
 
 // printable drops control bytes other than newline and tab (test2json's
