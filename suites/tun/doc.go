@@ -34,6 +34,7 @@
 //   - pacing_test.go: TestPacing, a sender that can wait
 //   - race_test.go: TestRace, several senders against one reader
 //   - rig_test.go: tapRig, a namespace with a tap, its qdisc and senders
+//   - smallring_test.go: TestRaceSmallRing, the stop's second look raced on rings of 1 to 4 by a polling reader
 //   - steering_test.go: streamSteering, a TUNSETSTEERINGEBPF program: stream s to queue s mod queues
 //   - streams_test.go: checkStreams, every stream in order and held to the ledger
 //   - taildrop_test.go: TestTailDrop, stock tail-drop, and noqueue with the flag
