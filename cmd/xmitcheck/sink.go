@@ -141,7 +141,8 @@ func (s *resultSink) attachConsole(pkg string, out *vmtest.Outcome, err error) {
 	if i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[") }); i > 0 {
 		lines = lines[i:]
 	}
-	s.run.AttachKernel(pkg, fmt.Sprintf("%v; the console at the end", err), lines)
+	what := strings.TrimPrefix(err.Error(), "kernel ") // AttachKernel says "kernel" first
+	s.run.AttachKernel(pkg, what+"; the console at the end", lines)
 }
 
 // printable drops control bytes other than newline and tab (test2json's
