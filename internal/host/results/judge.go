@@ -179,11 +179,9 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 		return by[s]
 	}
 	for _, t := range r.Tests {
-		explained, fault := false, ""
+		explained := false
 		for _, rec := range obs[t].records {
 			switch {
-			case rec.Fault != "":
-				fault = cmp.Or(fault, string(rec.Fault)+": "+rec.Why)
 			case rec.Shown && t.Status == Pass:
 				if a := get(rec.Seed); a.shown == "" {
 					a.shown = fmt.Sprintf("%s.%s: %s", ShortPackage(t.Package), t.Name, rec.Why)
@@ -209,20 +207,12 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 		a := get(seed)
 		switch t.Status {
 		case Fail:
-			switch {
-			case t.Artefact:
-				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": failed by the emulator, not the kernel")
-			case t.Cancelled:
-				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": the run was cancelled before it ended")
-			case len(t.Kernel) > 0:
-				// A kernel report under the test is the kernel's, whatever
-				// else the test saw: no probe's skip or fault hides it.
-				a.broken = cmp.Or(a.broken, ShortPackage(t.Package)+"."+t.Name+": "+t.firstFailure())
-			case explained:
+			switch why := t.untested(obs[t]); {
+			case why != "":
+				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": "+why)
+			case explained && len(t.Kernel) == 0:
 				a.skipped++
 				a.skipWhy = cmp.Or(a.skipWhy, t.Name+": "+t.Reason())
-			case fault != "":
-				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": not the kernel: "+fault)
 			default:
 				a.broken = cmp.Or(a.broken, ShortPackage(t.Package)+"."+t.Name+": "+t.firstFailure())
 			}
@@ -254,21 +244,38 @@ func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *
 		if len(seeds) == 0 {
 			r.Orphans = append(r.Orphans, strings.TrimPrefix(ShortPackage(t.Package)+"."+t.Name, ".")+": "+t.firstFailure())
 		}
-		fault := ""
-		for _, rec := range obs[t].records {
-			if rec.Fault != "" && len(t.Kernel) == 0 {
-				fault = cmp.Or(fault, string(rec.Fault)+": "+rec.Why)
-			}
-		}
+		why := t.untested(obs[t])
 		for _, s := range seeds {
 			a := get(s)
-			if fault != "" {
-				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+" (the test binary): not the kernel: "+fault)
+			if why != "" {
+				a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+" (the test binary): "+why)
 				continue
 			}
 			a.broken = cmp.Or(a.broken, ShortPackage(t.Package)+" (the test binary): "+t.firstFailure())
 		}
 	}
+}
+
+// untested says why t failed through something that is not the kernel —
+// the emulator, a cancelled run, a fault it recorded — or "" when the
+// kernel failed it. A kernel report in its window wins over a fault
+// record (no fault hides a splat), not over the emulator or a cancel,
+// whose own reports end the test.
+func (t *Test) untested(o observation) string {
+	switch {
+	case t.Artefact:
+		return "failed by the emulator, not the kernel"
+	case t.Cancelled:
+		return "the run was cancelled before it ended"
+	case len(t.Kernel) > 0:
+		return ""
+	}
+	for _, rec := range o.records {
+		if rec.Fault != "" {
+			return "not the kernel: " + string(rec.Fault) + ": " + rec.Why
+		}
+	}
+	return ""
 }
 
 func (r *Run) hasFailedChild(t *Test) bool {

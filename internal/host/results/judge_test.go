@@ -387,3 +387,22 @@ func TestUnloadable(t *testing.T) {
 	v, _ = r.verdict(feature.Seed004)
 	assert.Check(t, is.Equal(v.State, Present))
 }
+
+// TestCancelledBetweenTests holds the judge to a run stopped while the
+// binary ran outside its tests: the binary is not tested, not BROKEN.
+func TestCancelledBetweenTests(t *testing.T) {
+	r := NewRun("k")
+	r.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
+	r.Add(Event{Action: "output", Package: pkg, Test: "TestA",
+		Output: "    a_test.go:7: " + tag(feature.Seed004) + "\n"})
+	r.Add(Event{Action: "output", Package: pkg, Test: "TestA",
+		Output: "    a_test.go:8: " + shows(feature.Seed004) + "\n"})
+	r.Add(Event{Action: "pass", Package: pkg, Test: "TestA"})
+	r.Add(Event{Action: "output", Package: pkg, Output: "between tests\n"})
+	r.Cancel()
+	r.Finish(errors.New("run cancelled during suites/tun: context canceled"))
+	r.Judge(expect.Expectation{}, "test")
+	v, _ := r.verdict(feature.Seed004)
+	assert.Check(t, is.Equal(v.State, Error))
+	assert.Check(t, is.Equal(v.Why, "suites/tun (the test binary): the run was cancelled before it ended"))
+}
