@@ -26,3 +26,12 @@ func TestUnloadableModules(t *testing.T) {
 	k.ModulesDir = filepath.Join(dir, "lib/modules/7.3.4")
 	assert.Check(t, is.Len(UnloadableModules(k, names), 0), "with a modules directory the guest loads them")
 }
+
+// TestEveryGuestModuleHasItsOption keeps moduleOption in step with
+// GuestModules: a module without its option would never be reported.
+func TestEveryGuestModuleHasItsOption(t *testing.T) {
+	for _, m := range GuestModules {
+		assert.Check(t, moduleOption[m] != "", "%s has no config option in moduleOption", m)
+	}
+	assert.Check(t, is.Len(moduleOption, len(GuestModules)), "moduleOption lists a module GuestModules does not")
+}
