@@ -98,7 +98,11 @@ func judgeFastPath(t *testing.T, run fastPathRun) {
 	c := run.c
 	t.Logf("%v, %d senders: %v; %v", run.elapsed.Round(time.Millisecond), run.senders, c, run.s)
 	assert.NilError(t, run.stranded, "frames stranded after the senders stopped (lost wake-up?); %v", c)
-	assert.Assert(t, c.Unread == 0 && c.Deep == 0, "the tracer could not follow defer_list; %v", c)
+	if c.Unread != 0 || c.Deep != 0 {
+		// The instrument's loss, not the kernel's fault: it cannot judge.
+		observe.Fault(t, feature.Instrument, "the tracer could not follow defer_list (%d frames unread, "+
+			"%d walks cut); %v", c.Unread, c.Deep, c)
+	}
 	assert.Assert(t, c.Locked.Emptied == 0,
 		"tracer misreads this kernel: qdisc lock holder scheduled the qdisc after defer_list emptied in %d calls; %v",
 		c.Locked.Emptied, c)
