@@ -3,7 +3,6 @@ package dropmon
 import (
 	"errors"
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -151,7 +150,7 @@ func filter(spec *btf.Spec, f Filter) (asm.Instructions, error) {
 	if f.Ifindex == 0 && f.NetnsInode == 0 {
 		return nil, nil
 	}
-	dev, err := offset(spec, "sk_buff", "dev")
+	dev, err := instrument.Offset(spec, "sk_buff", "dev")
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +160,7 @@ func filter(spec *btf.Spec, f Filter) (asm.Instructions, error) {
 		asm.JEq.Imm(asm.R3, 0, "out"),
 	}
 	if f.Ifindex != 0 {
-		ifindex, err := offset(spec, "net_device", "ifindex")
+		ifindex, err := instrument.Offset(spec, "net_device", "ifindex")
 		if err != nil {
 			return nil, err
 		}
@@ -171,11 +170,11 @@ func filter(spec *btf.Spec, f Filter) (asm.Instructions, error) {
 		)
 	}
 	if f.NetnsInode != 0 {
-		ndNet, err := offset(spec, "net_device", "nd_net", "net")
+		ndNet, err := instrument.Offset(spec, "net_device", "nd_net", "net")
 		if err != nil {
 			return nil, err
 		}
-		inum, err := offset(spec, "net", "ns", "inum")
+		inum, err := instrument.Offset(spec, "net", "ns", "inum")
 		if err != nil {
 			return nil, err
 		}
@@ -187,54 +186,6 @@ func filter(spec *btf.Spec, f Filter) (asm.Instructions, error) {
 		)
 	}
 	return insns, nil
-}
-
-// offset returns the byte offset of the member path (each step looked up
-// through anonymous structs and unions) in struct typ of the kernel's BTF.
-func offset(spec *btf.Spec, typ string, path ...string) (int16, error) {
-	var s *btf.Struct
-	if err := spec.TypeByName(typ, &s); err != nil {
-		return 0, fmt.Errorf("struct %s in kernel BTF: %w", typ, err)
-	}
-	var t btf.Type = s
-	var bits btf.Bits
-	for _, name := range path {
-		m, off, ok := member(t, name)
-		if !ok {
-			return 0, fmt.Errorf("struct %s in kernel BTF has no member %v", typ, path)
-		}
-		bits += off
-		t = btf.UnderlyingType(m.Type)
-	}
-	if bits%8 != 0 || bits/8 > math.MaxInt16 {
-		return 0, fmt.Errorf("struct %s member %v is at bit %d: not a loadable offset", typ, path, bits)
-	}
-	return int16(bits / 8), nil
-}
-
-// member finds name in the struct or union t, descending into anonymous
-// members, and returns it with its offset from the start of t.
-func member(t btf.Type, name string) (btf.Member, btf.Bits, bool) {
-	var ms []btf.Member
-	switch c := btf.UnderlyingType(t).(type) {
-	case *btf.Struct:
-		ms = c.Members
-	case *btf.Union:
-		ms = c.Members
-	default:
-		return btf.Member{}, 0, false
-	}
-	for _, m := range ms {
-		if m.Name == name {
-			return m, m.Offset, true
-		}
-		if m.Name == "" {
-			if inner, off, ok := member(m.Type, name); ok {
-				return inner, m.Offset + off, true
-			}
-		}
-	}
-	return btf.Member{}, 0, false
 }
 
 // Count returns how many drops with reason were seen.
