@@ -39,9 +39,7 @@ const (
 
 // smallRings are the rings raced: with 1 slot every frame fills the ring,
 // and a reader must empty it in one read inside the producer's window.
-// A ring of 2 is left out: on debian:7.3 it showed tun drops (2 in 2 of
-// 3 rounds), unexplained (docs/design/tun-race-small-ring.md).
-var smallRings = []int{1, 4}
+var smallRings = []int{1, 2, 4}
 
 // TestRaceSmallRing races seed 000's handshake where it can fail: one
 // sender against a reader that polls without sleeping, on another CPU,
@@ -54,7 +52,9 @@ var smallRings = []int{1, 4}
 // tun has no watchdog to undo. A stall is nothing delivered for
 // suspectEvery+stallBound while the reader keeps finding the ring empty
 // and the qdisc holds frames; the race stops at the first. Every frame
-// must be accounted for, each stream arrive in order, and tun drop none.
+// must be accounted for, each stream arrive in order, and tun drop no more
+// frames than wakes came over a full ring (bpf/wake.c): the one race the
+// seed leaves, where a consumer's wake undoes a newer stop.
 // docs/design/tun-race-small-ring.md has the window and the measurements.
 func TestRaceSmallRing(t *testing.T) {
 	observe.Of(t, feature.Seed000Tun)
@@ -71,6 +71,7 @@ func raceSmallRing(t *testing.T, ring int) {
 	where, err := place(1)
 	assert.NilError(t, err)
 	sr := &smallRacer{filled: fx, burst: fx.burstDrops(t)}
+	tr := traceWakes(t, fx.tapRig)
 	sr.sent.Store(fx.res.Handed())
 	sr.p = startPoller(t, fx.dev.File, where.reader)
 
@@ -95,8 +96,15 @@ func raceSmallRing(t *testing.T, ring int) {
 	}
 	assert.Assert(t, l.Balanced(), "%v", l)
 	checkStreams(t, l, sentBy(fx.s), sr.p.r)
-	assert.Check(t, last.Link.TxDropped <= raceTunDrops,
-		"tun drops with backpressure: %d, allowed %d; %v", last.Link.TxDropped, raceTunDrops, l)
+	w, err := tr.counts()
+	assert.NilError(t, err)
+	t.Logf("ring=%d: %v", ring, w)
+	if w.Unread > 0 {
+		observe.Lost(t, "bpf/wake.c could not read the ring at %d wakes: %v", w.Unread, w)
+	}
+	drops := last.Link.TxDropped - fx.st.Link.TxDropped
+	assert.Check(t, drops <= w.Full,
+		"tun drops with backpressure: %d, each needs a wake over a full ring: %v; %v", drops, w, l)
 }
 
 // smallRacer is TestRaceSmallRing's tap with its sender and its reader.

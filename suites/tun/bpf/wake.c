@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// Seed 000's race drops, explained: with IFF_BACKPRESSURE and a qdisc, a
+// produce into the tap's ptr_ring can fail (tun_net_xmit() drops the frame,
+// SKB_DROP_REASON_FULL_RING) only if the queue was running over a full ring.
+// The producer stops the queue whenever its produce filled the ring, under
+// the producer lock, and wakes it there only over a free slot; nothing but
+// a consume frees one. So the queue runs over a full ring only after a wake
+// that came while the ring was full: __tun_wake_queue() decided to wake
+// (after a consume, seeing the queue stopped) and the producer refilled the
+// ring and stopped the queue again before that wake cleared the stop. The
+// wake then undoes the new stop, and the next frame is dropped, once: the
+// failed produce finds the ring full and stops the queue again.
+//
+// This program counts, for one tap, the wakes of its stopped queue
+// (netif_tx_wake_queue() with __QUEUE_STATE_DRV_XOFF set at entry) and
+// those that found the ring full: the slot at the producer index taken.
+// tun drops with backpressure must be no more than the full-ring wakes.
+//
+// tun's own types live in its module's BTF, which CO-RE here does not read:
+// the test reads their offsets there and sets them before loading.
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char __license[] SEC("license") = "GPL";
+
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct net {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+typedef struct {
+	struct net *net;
+} possible_net_t;
+
+struct net_device {
+	int ifindex;
+	possible_net_t nd_net;
+	unsigned char priv[];
+} __attribute__((preserve_access_index));
+
+struct netdev_queue {
+	struct net_device *dev;
+	unsigned long state;
+} __attribute__((preserve_access_index));
+
+enum netdev_queue_state_t { __QUEUE_STATE_DRV_XOFF };
+
+// counts is what the program tallies, per CPU.
+struct counts {
+	__u64 wakes;  // wakes of the tap's stopped queue
+	__u64 full;   // of them, with the ring full at entry
+	__u64 unread; // wakes whose ring could not be read (not counted in full)
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct counts);
+} counts SEC(".maps");
+
+// The tap: its ifindex and its namespace's inode.
+volatile const __u32 ifindex = 0;
+volatile const __u32 netns = 0;
+
+// Offsets in tun's module BTF: of tfiles in struct tun_struct (the
+// device's private area), and of tx_ring.producer and tx_ring.queue in
+// struct tun_file. The tap has one queue: tfiles[0].
+volatile const __u32 tfiles_off = 0;
+volatile const __u32 producer_off = 0;
+volatile const __u32 queue_off = 0;
+
+SEC("fentry/netif_tx_wake_queue")
+int BPF_PROG(wake_enter, struct netdev_queue *txq)
+{
+	__u32 zero = 0;
+	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
+	struct net_device *dev;
+	void *priv, *tfile, *slot;
+	void **queue;
+	int producer;
+
+	if (!n)
+		return 0;
+	if (!(BPF_CORE_READ(txq, state) & (1UL << bpf_core_enum_value(enum netdev_queue_state_t, __QUEUE_STATE_DRV_XOFF))))
+		return 0;
+	dev = BPF_CORE_READ(txq, dev);
+	if (BPF_CORE_READ(dev, ifindex) != ifindex || BPF_CORE_READ(dev, nd_net.net, ns.inum) != netns)
+		return 0;
+	n->wakes++;
+	priv = (void *)dev + bpf_core_field_offset(struct net_device, priv);
+	if (bpf_probe_read_kernel(&tfile, sizeof(tfile), priv + tfiles_off)) {
+		n->unread++;
+		return 0;
+	}
+	if (!tfile)
+		return 0; // detached: no ring, nothing to drop on
+	if (bpf_probe_read_kernel(&producer, sizeof(producer), tfile + producer_off) ||
+	    bpf_probe_read_kernel(&queue, sizeof(queue), tfile + queue_off) ||
+	    bpf_probe_read_kernel(&slot, sizeof(slot), queue + producer)) {
+		n->unread++;
+		return 0;
+	}
+	if (slot)
+		n->full++;
+	return 0;
+}
