@@ -25,12 +25,6 @@ const (
 	progressEvery = 500 * time.Millisecond
 	// raceHeld is how many frames the qdisc holds when the race starts.
 	raceHeld = 64
-	// raceTunDrops is how many frames tun may drop with backpressure:
-	// none (worst case of 24 runs on debian:7.3, 10.45 M frames). The
-	// seed expects rare FULL_RING drops from LLTX races, but only the CPU
-	// that owns the root qdisc's run calls tun_net_xmit, so AF_PACKET
-	// senders, which all pass the qdisc, never race on the ring.
-	raceTunDrops = 0
 )
 
 // TestRace: 2 and 4 sending threads against one reader for raceFor,
@@ -38,8 +32,9 @@ const (
 // queue must never stall (a stopped queue over an empty ring), every frame
 // must be accounted for once the senders stop, every stream must arrive in
 // order with its missing frames exactly the ledger's drops, the kernel
-// must log no splat, and with backpressure tun may drop at most
-// raceTunDrops frames; stock tail-drop has no limit.
+// must log no splat, and with backpressure tun may drop no more frames
+// than wakes came over a full ring (checkRaceDrops); stock tail-drop has
+// no limit.
 func TestRace(t *testing.T) {
 	observe.Of(t, feature.Seed000Tun)
 	for _, threads := range []int{2, 4} {
@@ -54,6 +49,10 @@ func TestRace(t *testing.T) {
 func race(t *testing.T, threads int, flags uint16) {
 	o := tapOpts{ring: 256, limit: 1000, flags: flags}
 	rc := newRacer(t, o, threads)
+	var tr *wakeTracer
+	if o.backpressure() {
+		tr = traceWakes(t, rc.tapRig)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), raceFor)
 	defer cancel()
 	rc.startSenders(ctx)
@@ -73,9 +72,8 @@ func race(t *testing.T, threads int, flags uint16) {
 	t.Logf("%d threads: %.0f sent/s, %.0f read/s, %.0f tun drops/s, %.0f qdisc drops/s (%.4f %% tun drops); %v",
 		threads, float64(l.Sent)/secs, float64(l.Received)/secs, float64(l.DeviceDrops)/secs, float64(l.QdiscDrops)/secs,
 		100*float64(l.DeviceDrops)/float64(l.Sent), l)
-	if o.backpressure() {
-		assert.Check(t, l.DeviceDrops <= raceTunDrops,
-			"tun drops with backpressure: %d, allowed %d; %v", l.DeviceDrops, raceTunDrops, l)
+	if tr != nil {
+		checkRaceDrops(t, tr, l.DeviceDrops, l)
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
@@ -75,6 +77,22 @@ func attachWakes(rig *tapRig) (*wakeTracer, error) {
 		return nil, fmt.Errorf("attach %v: %w", tr.objs.WakeEnter, err)
 	}
 	return tr, nil
+}
+
+// checkRaceDrops checks tun's drops with backpressure during a race
+// against the wakes tr saw: each drop needs a wake that came over a full
+// ring (bpf/wake.c says why). A tracer that could not read the ring lost
+// wakes: an instrument fault.
+func checkRaceDrops(t *testing.T, tr *wakeTracer, drops uint64, l counters.Accounting) {
+	t.Helper()
+	w, err := tr.counts()
+	assert.NilError(t, err)
+	t.Logf("tun drops %d; %v", drops, w)
+	if w.Unread > 0 {
+		observe.Lost(t, "bpf/wake.c could not read the ring at %d wakes: %v", w.Unread, w)
+	}
+	assert.Check(t, drops <= w.Full,
+		"tun drops with backpressure: %d, each needs a wake over a full ring: %v; %v", drops, w, l)
 }
 
 // tunTypes is the BTF that holds tun's types: its module's, or the
