@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,13 +36,40 @@ type jsonRun struct {
 	enc *json.Encoder
 	run *Run
 	err error
+	// last is the time of the last event written: the time of an event
+	// whose test has none (a kernel report no event came with).
+	last time.Time
+}
+
+// jsonEvent is an Event as go test -json writes it (cmd/test2json's
+// TestEvent): Time on every event, Elapsed on every end, zero included.
+type jsonEvent struct {
+	Time    time.Time
+	Action  string
+	Package string   `json:",omitempty"`
+	Test    string   `json:",omitempty"`
+	Elapsed *float64 `json:",omitempty"`
+	Output  string   `json:",omitempty"`
 }
 
 // emit writes e; Kernel stays empty, since the package names the kernel.
 func (j *jsonRun) emit(e Event) {
-	if j.err == nil {
-		j.err = j.enc.Encode(e)
+	if j.err != nil {
+		return
 	}
+	if e.Time.IsZero() {
+		e.Time = j.last
+	}
+	if e.Time.IsZero() {
+		e.Time = cmp.Or(j.run.Ended, time.Now())
+	}
+	j.last = e.Time
+	out := jsonEvent{Time: e.Time, Action: e.Action, Package: e.Package, Test: e.Test, Output: e.Output}
+	switch e.Action {
+	case "pass", "fail", "skip":
+		out.Elapsed = &e.Elapsed
+	}
+	j.err = j.enc.Encode(out)
 }
 
 func (j *jsonRun) name(pkg string) string {
@@ -96,8 +124,17 @@ func (j *jsonRun) pkg(p *node) {
 // test writes one test and its subtests.
 func (j *jsonRun) test(pkg, name string, n *node) {
 	t := n.test
-	if t == nil { // a subtest whose parent never reported itself
+	if t == nil {
+		// A level no test of its own reported: t.Run("A/B") runs A/B
+		// with no A. It spans its subtests.
 		t = &Test{Name: name}
+		if f := n.first(); f != nil {
+			t.Started = f.Started
+		}
+		t.Ended = n.last()
+		if !t.Started.IsZero() && !t.Ended.IsZero() {
+			t.Elapsed = t.Ended.Sub(t.Started)
+		}
 	}
 	j.emit(Event{Time: t.Started, Action: "run", Package: pkg, Test: name})
 	var framing string
@@ -207,6 +244,20 @@ func (t *Test) outTime(i int) time.Time {
 		return t.outAt[i]
 	}
 	return t.Ended
+}
+
+// last is when the node's last test ended.
+func (n *node) last() time.Time {
+	var out time.Time
+	if n.test != nil && n.test.Ended.After(out) {
+		out = n.test.Ended
+	}
+	for _, c := range n.children {
+		if e := c.last(); e.After(out) {
+			out = e
+		}
+	}
+	return out
 }
 
 // first is the node's earliest test.
