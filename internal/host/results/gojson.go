@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
 // WriteJSON writes judged runs as one `go test -json` stream, the shape
@@ -95,7 +98,7 @@ func (j *jsonRun) pkg(p *node) {
 	j.emit(Event{Time: start, Action: "start", Package: pkg})
 	if p.test != nil {
 		for i, l := range p.test.Output {
-			if isSummaryLine(l) {
+			if isSummaryLine(l) || isMarginsLine(l) {
 				continue
 			}
 			j.emit(Event{Time: p.test.outTime(i), Action: "output", Package: pkg, Output: l + "\n"})
@@ -236,6 +239,19 @@ func indent(name string) string {
 // (WriteJSON writes the package's judged one).
 func isSummaryLine(l string) bool {
 	return l == "PASS" || l == "FAIL"
+}
+
+// isMarginsLine reports whether l is the line a binary ends with to tell
+// the host how close its waits came to their limits (Run.Margins reads
+// it): protocol, not output for a reader.
+func isMarginsLine(l string) bool {
+	_, ok := feature.ParseMargins(l)
+	return ok
+}
+
+// withoutMargins is lines less the margins line.
+func withoutMargins(lines []string) []string {
+	return slices.DeleteFunc(slices.Clone(lines), isMarginsLine)
 }
 
 // outTime is when the i-th line of Output came.

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +61,23 @@ func TestJSONTimeAndElapsed(t *testing.T) {
 		}
 	}
 	t.Fatal("no end of TestOrdering/LiveFrames/OneDest on 5.10")
+}
+
+// TestNoMarginsLine: the line a binary ends with for the host
+// (xmitcheck:{"margins":…}) stays out of what the writers show, even where
+// a package's output is shown whole (5.10's devmap fails: 004 is expected).
+func TestNoMarginsLine(t *testing.T) {
+	runs := recorded(t, "!000 !002 004", expect73)
+	assert.Assert(t, len(runs[0].Margins()) > 0, "the recorded binaries print margins")
+	for name, write := range map[string]func(io.Writer, []*Run) error{
+		"json": WriteJSON, "ktap": WriteKTAP, "junit": WriteJUnit,
+		"summary": func(w io.Writer, runs []*Run) error { WriteSummary(w, runs); return nil },
+	} {
+		var b bytes.Buffer
+		assert.NilError(t, write(&b, runs))
+		assert.Check(t, !strings.Contains(b.String(), "margins"), "%s shows the margins line", name)
+	}
+	for _, s := range runs[0].Snapshot().Tests {
+		assert.Check(t, !strings.Contains(s.Why, "margins"), "%s.%s", s.Package, s.Name)
+	}
 }

@@ -118,7 +118,7 @@ func junitPackage(r *Run, p *node) junitSuite {
 		start = t.Started
 	}
 	if p.test != nil {
-		s.SystemOut = strings.Join(p.test.Output, "\n")
+		s.SystemOut = strings.Join(withoutMargins(p.test.Output), "\n")
 		if !p.test.Ended.IsZero() {
 			end = p.test.Ended
 		}

@@ -26,7 +26,7 @@ func WriteSummary(w io.Writer, runs []*Run) {
 				name = ShortPackage(t.Package) + " (the test binary itself)"
 			}
 			fmt.Fprintf(w, "--- FAIL: %s %s\n", r.Kernel, name)
-			for _, l := range append(t.Output, t.Kernel...) {
+			for _, l := range append(withoutMargins(t.Output), t.Kernel...) {
 				if t.Judged != "" && strings.HasPrefix(strings.TrimSpace(l), "--- ") {
 					continue // the guest's own end, which the judge changed
 				}

@@ -100,10 +100,10 @@ func (t *Test) firstFailure() string {
 	return "failed"
 }
 
-// transcript is everything the test printed, then the kernel's reports
-// attached to it, one line each.
+// transcript is everything the test printed but the margins line, then
+// the kernel's reports attached to it, one line each.
 func (t *Test) transcript() string {
-	return strings.Join(append(append([]string{}, t.Output...), t.Kernel...), "\n")
+	return strings.Join(append(withoutMargins(t.Output), t.Kernel...), "\n")
 }
 
 // VerdictPackage is the package name verdicts carry in JSON, KTAP and
