@@ -18,7 +18,8 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 		pkgs := r.tree()
 		ind := "    "
 		n := len(pkgs)
-		if len(r.Verdicts) > 0 {
+		verdicts := len(r.Verdicts)+len(r.Misses) > 0
+		if verdicts {
 			n++
 		}
 		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", ind, ind, ktapName(r.Kernel), ind, n)
@@ -26,7 +27,7 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 		for j, p := range pkgs {
 			writeNode(bw, ind, j+1, p)
 		}
-		if len(r.Verdicts) > 0 {
+		if verdicts {
 			writeVerdicts(bw, ind, n, r)
 		}
 		st := Pass
@@ -42,28 +43,29 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 }
 
 // writeVerdicts writes the run's verdicts as a subtest: one result per
-// seed, "ok" when the cell matches its expectation, its state and why in
-// the description and diagnostics.
+// seed, "ok" when the cell matches its expectation, then one "not ok" per
+// feature the kernel was expected to have and lacks (or to lack and has),
+// as JSON and JUnit list them. A result is named by its seed or feature
+// alone, so that its name is the same on every kernel and run; the state
+// and why are the diagnostic before it.
 func writeVerdicts(w io.Writer, ind string, num int, r *Run) {
 	sub := ind + "    "
-	fmt.Fprintf(w, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", sub, sub, VerdictPackage, sub, len(r.Verdicts))
+	n := len(r.Verdicts) + len(r.Misses)
+	fmt.Fprintf(w, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", sub, sub, VerdictPackage, sub, n)
 	diag(w, sub, []string{"expectation: " + r.ExpectSource})
 	st := Pass
 	for i, v := range r.Verdicts {
-		desc := string(v.Seed) + " " + string(v.State)
-		if v.Want != "" {
-			desc += " (want " + string(v.Want) + ")"
-		}
-		diag(w, sub, []string{string(v.Seed) + ": " + v.Why})
+		diag(w, sub, []string{v.Line()})
 		vs := Pass
 		if v.Mismatch() {
 			vs, st = Fail, Fail
 		}
-		result(w, sub, i+1, desc, vs, "")
+		result(w, sub, i+1, string(v.Seed), vs, "")
 	}
-	for _, m := range r.Misses {
-		diag(w, ind, []string{m.Line()})
+	for i, m := range r.Misses {
+		diag(w, sub, []string{m.Line()})
 		st = Fail
+		result(w, sub, len(r.Verdicts)+i+1, string(m.Feature), Fail, "")
 	}
 	result(w, ind, num, VerdictPackage, st, "")
 }
