@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -76,20 +77,23 @@ const (
 // then a testsuite "KERNEL/verdicts" with a case per seed and per missing
 // feature, and the run's own error as an error case.
 func WriteJUnit(w io.Writer, runs []*Run) error {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
+	machine, err := os.Hostname()
+	if err != nil || machine == "" {
+		machine = "localhost"
 	}
 	var out junitSuites
 	for _, r := range runs {
-		props := []junitProperty{{"kernel", r.Kernel}, {"accel", r.Accel}, {"expectation", r.ExpectSource}}
+		props := []junitProperty{
+			{"kernel", r.Kernel}, {"accel", r.Accel}, {"expectation", r.ExpectSource}, {"runner", machine},
+		}
+		host := junitHost(r, machine)
 		for _, p := range r.tree() {
 			s := junitPackage(r, p)
 			s.Properties, s.Hostname = props, host
 			out.add(s)
 		}
 		s := junitVerdicts(r)
-		s.Properties, s.Hostname = props, host
+		s.Properties, s.Hostname = append(slices.Clone(props), s.Properties...), host
 		out.add(s)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -102,6 +106,15 @@ func WriteJUnit(w io.Writer, runs []*Run) error {
 	}
 	_, err = io.WriteString(w, "\n")
 	return err
+}
+
+// junitHost is where r's tests ran: this machine (the runner) for the
+// host's own kernel, else the VM, named by its kernel.
+func junitHost(r *Run, machine string) string {
+	if r.Accel == "none" || r.Name == "host" {
+		return machine
+	}
+	return label(r)
 }
 
 func (o *junitSuites) add(s junitSuite) {
@@ -118,7 +131,9 @@ func junitPackage(r *Run, p *node) junitSuite {
 		start = t.Started
 	}
 	if p.test != nil {
-		s.SystemOut = strings.Join(withoutMargins(p.test.Output), "\n")
+		// The binary's own PASS or FAIL is not the judged one (a skip
+		// the judge fails leaves a binary that passed): the cases say.
+		s.SystemOut = strings.Join(slices.DeleteFunc(withoutMargins(p.test.Output), isSummaryLine), "\n")
 		if !p.test.Ended.IsZero() {
 			end = p.test.Ended
 		}
@@ -131,7 +146,10 @@ func junitPackage(r *Run, p *node) junitSuite {
 			t = *n.test
 			c.Time = seconds(t.Elapsed)
 		}
-		body := t.transcript()
+		body, message := t.transcript(), t.firstFailure()
+		if t.Judged != "" {
+			body, message = t.judgedTranscript(), t.Judged
+		}
 		switch st := n.status(); {
 		case st == Fail && t.Artefact:
 			s.Errors++
@@ -147,7 +165,7 @@ func junitPackage(r *Run, p *node) junitSuite {
 			if len(t.Kernel) > 0 {
 				typ = junitKernel
 			}
-			c.Failure = &junitMessage{Type: typ, Message: t.firstFailure(), Body: body}
+			c.Failure = &junitMessage{Type: typ, Message: message, Body: body}
 		case st == XFail:
 			s.Skipped++
 			c.Skipped = &junitMessage{Type: junitXFail, Message: t.Reason()}
@@ -169,13 +187,14 @@ func junitPackage(r *Run, p *node) junitSuite {
 	return s
 }
 
-// junitVerdicts is the run's verdicts as a testsuite.
+// junitVerdicts is the run's verdicts as a testsuite. A case passes or
+// fails; every verdict's state and why, passing or not, are a property
+// named after its seed and a line of the suite's system-out (a testcase
+// holds no text where it passed, in the Ant schema).
 func junitVerdicts(r *Run) junitSuite {
 	class := label(r) + "/" + VerdictPackage
-	s := junitSuite{
-		Name: class, Package: class, Time: "0", Timestamp: timestamp(r.Ended),
-		SystemOut: strings.Join(r.Notes, "\n"),
-	}
+	s := junitSuite{Name: class, Package: class, Time: "0", Timestamp: timestamp(r.Ended)}
+	var out []string
 	for _, v := range r.Verdicts {
 		c := junitCase{Class: class, Name: string(v.Seed), Time: "0"}
 		if v.Mismatch() {
@@ -184,7 +203,14 @@ func junitVerdicts(r *Run) junitSuite {
 		}
 		s.Tests++
 		s.Cases = append(s.Cases, c)
+		s.Properties = append(s.Properties,
+			junitProperty{"verdict." + string(v.Seed), strings.TrimPrefix(v.Line(), string(v.Seed)+": ")})
+		out = append(out, v.Line())
 	}
+	for _, m := range r.Misses {
+		out = append(out, m.Line())
+	}
+	s.SystemOut = strings.Join(append(out, r.Notes...), "\n")
 	for _, m := range r.Misses {
 		s.Tests++
 		s.Failures++

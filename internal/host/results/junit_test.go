@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -264,4 +266,81 @@ func TestJUnitSchemaRules(t *testing.T) {
 	}
 	noErrors := `<testsuites><testsuite name="a" tests="0" failures="0"></testsuite></testsuites>`
 	assert.ErrorContains(t, checkJenkins(parseXML(t, []byte(noErrors))), "<testsuite> lacks errors")
+}
+
+// junitOf writes runs as JUnit and reads it back.
+func junitOf(t *testing.T, runs []*Run) junitSuites {
+	t.Helper()
+	var b bytes.Buffer
+	assert.NilError(t, WriteJUnit(&b, runs))
+	root := parseXML(t, b.Bytes())
+	assert.Check(t, checkJenkins(root))
+	assert.Check(t, checkAnt(root))
+	var got junitSuites
+	assert.NilError(t, xml.Unmarshal(b.Bytes(), &got))
+	return got
+}
+
+func suiteNamed(t *testing.T, doc junitSuites, name string) junitSuite {
+	t.Helper()
+	i := slices.IndexFunc(doc.Suites, func(s junitSuite) bool { return s.Name == name })
+	assert.Assert(t, i >= 0, "no testsuite %q", name)
+	return doc.Suites[i]
+}
+
+// TestJUnitJudged replays the recorded run with 004 expected on 5.10: its
+// devmap tests skipped on the seed's absence and the judge failed them.
+func TestJUnitJudged(t *testing.T) {
+	runs := recorded(t, "!000 !002 004", expect73)
+	doc := junitOf(t, runs)
+	devmap := suiteNamed(t, doc, "debian:5.10/suites/devmap")
+	assert.Assert(t, devmap.Failures > 0)
+	// The binary's own PASS is not the package's verdict.
+	assert.Check(t, !slices.Contains(strings.Split(devmap.SystemOut, "\n"), "PASS"), devmap.SystemOut)
+	for _, c := range devmap.Cases {
+		if c.Failure == nil {
+			continue
+		}
+		// A failure ends on the judge's word, not the test's own skip.
+		assert.Check(t, !strings.Contains(c.Failure.Body, "--- SKIP"), "%s: %s", c.Name, c.Failure.Body)
+		assert.Check(t, strings.HasPrefix(c.Failure.Message, "seed 004 absent: devmap program ran at enqueue time"),
+			c.Failure.Message)
+		assert.Check(t, strings.HasSuffix(c.Failure.Body, "\nxmitcheck: "+c.Failure.Message), c.Failure.Body)
+	}
+
+	// A passing verdict says what it is and why: a property named after its
+	// seed and a line of the suite's output.
+	verdicts := suiteNamed(t, doc, "debian:7.3/verdicts")
+	c := verdicts.Cases[slices.IndexFunc(verdicts.Cases, func(c junitCase) bool { return c.Name == "004" })]
+	assert.Check(t, c.Failure == nil)
+	why := "present (want present): passed: 18 tests; shown by suites/devmap.TestOrdering/LiveFrames/OneDest/Batch64"
+	i := slices.IndexFunc(verdicts.Properties, func(p junitProperty) bool { return p.Name == "verdict.004" })
+	assert.Assert(t, i >= 0, "%v", verdicts.Properties)
+	assert.Check(t, strings.HasPrefix(verdicts.Properties[i].Value, why), verdicts.Properties[i].Value)
+	assert.Check(t, is.Contains(verdicts.SystemOut, "004: "+why))
+	assert.Check(t, !strings.Contains(verdicts.SystemOut, "PASS"))
+}
+
+// TestJUnitHostname: a suite's hostname is where its tests ran: the
+// machine itself for the host's kernel, else the VM, named by its kernel;
+// the machine that ran the VM is the property "runner".
+func TestJUnitHostname(t *testing.T) {
+	machine, err := os.Hostname()
+	assert.NilError(t, err)
+	host := NewRun("host (6.18.44)")
+	host.Name, host.Accel = "host", "none"
+	host.Add(Event{Action: "run", Package: pkg, Test: "TestA"})
+	host.Add(Event{Action: "pass", Package: pkg, Test: "TestA"})
+	host.Finish(nil)
+	vm := recorded(t, expect510, expect73)[1]
+	vm.Accel = "tcg"
+	doc := junitOf(t, []*Run{host, vm})
+	for _, s := range doc.Suites {
+		want := "debian:7.3"
+		if strings.HasPrefix(s.Name, "host/") {
+			want = machine
+		}
+		assert.Check(t, is.Equal(s.Hostname, want), s.Name)
+		assert.Check(t, slices.Contains(s.Properties, junitProperty{"runner", machine}), s.Name)
+	}
 }

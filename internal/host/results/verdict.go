@@ -106,6 +106,20 @@ func (t *Test) transcript() string {
 	return strings.Join(append(withoutMargins(t.Output), t.Kernel...), "\n")
 }
 
+// judgedTranscript is the transcript of a test the judge ended otherwise
+// than it ended itself: its own end ("--- SKIP") left out, the judge's
+// word last, as the summary shows it.
+func (t *Test) judgedTranscript() string {
+	var lines []string
+	for _, l := range withoutMargins(t.Output) {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--- ") {
+			lines = append(lines, l)
+		}
+	}
+	lines = append(append(lines, t.Kernel...), "xmitcheck: "+t.Judged)
+	return strings.Join(lines, "\n")
+}
+
 // VerdictPackage is the package name verdicts carry in JSON, KTAP and
 // JUnit.
 const VerdictPackage = "verdicts"
