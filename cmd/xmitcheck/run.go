@@ -160,6 +160,9 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 			break
 		}
 	}
+	if s.list != "" {
+		results.WriteList(human, runs)
+	}
 	results.WriteSummary(human, runs)
 	results.WriteVerdicts(human, runs)
 	return runs, writeReports(runs, reports{ktap: s.ktap, junit: s.junit, events: s.events})

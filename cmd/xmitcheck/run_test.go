@@ -142,3 +142,35 @@ func TestRunOneStaleInt3(t *testing.T) {
 		assert.Check(t, is.Equal(status(r, bins[1].Name, "TestX"), results.Pass))
 	})
 }
+
+// listBackend plays a boot whose binaries ran with -test.list: each prints
+// the names of its tests, and the margins line testmain ends with, and
+// exits 0 without a PASS.
+type listBackend struct{}
+
+func (listBackend) Name() string { return "fake" }
+
+func (listBackend) Run(
+	_ context.Context, _ *kernels.Kernel, job vmtest.Job, sink vmtest.Sink,
+) (*vmtest.Outcome, error) {
+	for _, b := range job.Binaries {
+		sink.Start(b)
+		sink.Output(b, []byte("TestProbe\nTestClassify\nxmitcheck:{\"margins\":null}\n"))
+		sink.Exit(b, 0)
+	}
+	return &vmtest.Outcome{Accel: "tcg"}, nil
+}
+
+// TestRunList: run -list lists the tests; a binary that exits 0 without a
+// verdict of its own did not fail.
+func TestRunList(t *testing.T) {
+	bins := []vmtest.Binary{{Name: "example.org/suites/tun"}}
+	k := &kernels.Kernel{Name: "debian:7.3", Release: "7.3.4"}
+	r, err := runOne(context.Background(), &vmFlags{}, k, listBackend{}, bins, false, io.Discard)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(r.Counts(), results.Tally{}))
+	assert.Check(t, !r.Failed() && !r.Mismatched(), "%v %v", r.Counts(), r.Verdicts)
+	var b strings.Builder
+	results.WriteList(&b, []*results.Run{r})
+	assert.Check(t, is.Equal(b.String(), "debian:7.3 (7.3.4) suites/tun:\n    TestProbe\n    TestClassify\n"))
+}

@@ -97,10 +97,16 @@ func (s *resultSink) Exit(b vmtest.Binary, code int) {
 		fmt.Fprintf(s.progress, "xmitcheck: %s: %s %s (exit %d) at %v\n", s.kernel, results.ShortPackage(b.Name),
 			cmp.Or(verdict, "ended"), code, time.Since(s.started).Round(time.Second))
 	}
-	if code != 0 && verdict != "fail" {
+	switch {
+	case code != 0 && verdict != "fail":
 		// The binary failed without saying so (a panic, a kill, a leak
 		// found after the tests passed): its package fails.
 		s.add(results.Event{Action: "fail", Package: b.Name, Output: fmt.Sprintf("exit status %d", code)})
+	case code == 0 && verdict == "":
+		// It ran no test and said nothing of them (-list prints names
+		// only; testmain with -short returns at once): it passed, as go
+		// test -json reports a binary that exits 0 without a word.
+		s.add(results.Event{Action: "pass", Package: b.Name})
 	}
 }
 

@@ -54,6 +54,24 @@ func WriteSummary(w io.Writer, runs []*Run) {
 	fmt.Fprintln(w, total)
 }
 
+// WriteList writes what the binaries listed (go test -list), per kernel
+// and package: the names each printed, nothing else it said.
+func WriteList(w io.Writer, runs []*Run) {
+	for _, r := range runs {
+		for _, t := range r.Tests {
+			if t.Name != "" {
+				continue
+			}
+			fmt.Fprintf(w, "%s %s:\n", r.Kernel, ShortPackage(t.Package))
+			for _, l := range t.Output {
+				if l != "" && !isSummaryLine(l) && !isMarginsLine(l) {
+					fmt.Fprintf(w, "    %s\n", l)
+				}
+			}
+		}
+	}
+}
+
 // writeReasons names every skipped and xfail leaf test of the run, grouped
 // by reason (the probe that decided a skip, the defect an XFAIL saw).
 func writeReasons(w io.Writer, r *Run) {
