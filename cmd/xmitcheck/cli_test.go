@@ -137,3 +137,21 @@ func TestHelp(t *testing.T) {
 	assert.Equal(t, code, exitInfra)
 	assert.Check(t, is.Contains(stderr, "usage: xmitcheck COMMAND"))
 }
+
+// TestReportFlagsAfterFolder: report takes its flags after the folders
+// too, as `report m -o x`.
+func TestReportFlagsAfterFolder(t *testing.T) {
+	data, err := os.ReadFile("../../internal/host/report/testdata/results.json")
+	assert.NilError(t, err)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	assert.NilError(t, os.Mkdir(m, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(m, "results.json"), data, 0o644))
+	page, md := filepath.Join(dir, "x.html"), filepath.Join(dir, "x.md")
+	code, stderr := xc(t, nil, nil, "report", m, "-o", page, "--markdown", md, m)
+	assert.Check(t, is.Equal(code, exitOK), stderr)
+	for _, f := range []string{page, md} {
+		_, err := os.Stat(f)
+		assert.Check(t, err, "%s", f)
+	}
+}

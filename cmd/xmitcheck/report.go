@@ -18,17 +18,26 @@ func cmdReport(args []string) (int, error) {
 	html := fs.String("o", "report.html", "the HTML page to write")
 	markdown := fs.String("markdown", "", "also write the report as Markdown to this file")
 	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation")
-	if err := parse(fs, args); err != nil {
-		return 0, err
+	// Flags may come after a folder too (report m -o x): the flag package
+	// stops at the first argument that is not one, so parse again after it.
+	var dirs []string
+	for rest := args; ; rest = fs.Args()[1:] {
+		if err := parse(fs, rest); err != nil {
+			return 0, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		dirs = append(dirs, fs.Arg(0))
 	}
-	if fs.NArg() == 0 {
+	if len(dirs) == 0 {
 		return 0, usagef("report: name the matrix folder(s) to render (xmitcheck matrix --out DIR writes one)")
 	}
 	if err := writable(*markdown); err != nil {
 		return 0, err
 	}
 	var snaps []results.Snapshot
-	for _, dir := range fs.Args() {
+	for _, dir := range dirs {
 		s, err := report.Load(dir)
 		if err != nil {
 			return 0, err
