@@ -155,3 +155,13 @@ func TestReportFlagsAfterFolder(t *testing.T) {
 		assert.Check(t, err, "%s", f)
 	}
 }
+
+// TestMatrixHelpDefault: matrix -h names the kernels matrix runs without
+// --kernel (every catalog kernel and the host), not run's one default.
+func TestMatrixHelpDefault(t *testing.T) {
+	out, err := exec.Command(xmitcheck, "matrix", "-h").Output()
+	assert.NilError(t, err)
+	assert.Check(t, !strings.Contains(string(out), "(default debian:7.3)"), "%s", out)
+	assert.Check(t, is.Contains(strings.Join(strings.Fields(string(out)), " "),
+		"(default: "+strings.Join(matrixKernels(), " ")+")"))
+}

@@ -42,6 +42,9 @@ func cmdMatrix(args []string) (int, error) {
 			"results.json and per kernel KTAP, JUnit and JSON.")
 	var s suiteRun
 	s.register(fs)
+	// Without --kernel, matrix runs every kernel, not run's default.
+	fs.Lookup("kernel").Usage = "kernel to run on, repeatable: a catalog name, build:NAME, host or a path " +
+		"(default: " + strings.Join(matrixKernels(), " ") + ")"
 	out := fs.String("out", "xmitcheck-matrix", "output folder (replaced)")
 	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation")
 	jobs := fs.Int("j", 0, "kernels at once (0: one per core, as far as memory allows)")
