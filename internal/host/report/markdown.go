@@ -11,8 +11,9 @@ import (
 
 // WriteMarkdown writes the report as Markdown for a mailing-list reply:
 // the verdict table and the reason of every cell that is not plainly
-// present, the kernels, the test table with every failure, skip and
-// expected failure's message, and each chart's values as a table.
+// present, the kernels, the tests that did not pass everywhere (those that
+// did are counted) with every failure, skip and expected failure's
+// message, and each chart's values as a table.
 func WriteMarkdown(w io.Writer, snaps []results.Snapshot) error {
 	v := newView(snaps)
 	var b bytes.Buffer
@@ -106,6 +107,33 @@ func writeTests(b *bytes.Buffer, v view) {
 		b.WriteString("No kernel ran a test.\n\n")
 		return
 	}
+	// A test that passed wherever it ran is counted, per package, not
+	// listed: a reply shows what did not pass.
+	var shown []testRow
+	var pkgs []string
+	passed := map[string]int{}
+	for _, t := range v.Tests {
+		if !t.passed() {
+			shown = append(shown, t)
+			continue
+		}
+		if passed[t.pkg()] == 0 {
+			pkgs = append(pkgs, t.pkg())
+		}
+		passed[t.pkg()]++
+	}
+	if n := len(v.Tests) - len(shown); n > 0 {
+		var per []string
+		for _, p := range pkgs {
+			per = append(per, fmt.Sprintf("%s %d", mdText(p), passed[p]))
+		}
+		fmt.Fprintf(b, "%d of %d tests passed wherever they ran (%s)", n, len(v.Tests), strings.Join(per, ", "))
+		if len(shown) == 0 {
+			b.WriteString(".\n\n")
+			return
+		}
+		b.WriteString("; the others:\n\n")
+	}
 	tableHead(b, "test", v.Kernels)
 	// Each message once, with the kernels that gave it.
 	type message struct {
@@ -114,7 +142,7 @@ func writeTests(b *bytes.Buffer, v view) {
 		kernels   []string
 	}
 	var msgs []*message
-	for _, t := range v.Tests {
+	for _, t := range shown {
 		cells := []string{mdCode(t.Name)}
 		seen := map[string]*message{}
 		for k, c := range t.Cells {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
@@ -111,4 +113,41 @@ func TestHostRow(t *testing.T) {
 	var b bytes.Buffer
 	assert.NilError(t, WriteMarkdown(&b, []results.Snapshot{{Kernel: "host", Accel: "none", Total: 24 * time.Second}}))
 	assert.Check(t, is.Contains(b.String(), "| host |  |  | no VM | — | 24s |"))
+}
+
+// recordedSnapshot is debian:7.3 of the recorded run in
+// ../results/testdata, judged against spec: one kernel, two suites.
+func recordedSnapshot(t *testing.T, spec string) results.Snapshot {
+	t.Helper()
+	f, err := os.Open("../results/testdata/tun-devmap.events")
+	assert.NilError(t, err)
+	defer f.Close()
+	runs, err := results.ReadEvents(f)
+	assert.NilError(t, err)
+	r := runs[1]
+	r.Finish(nil)
+	e, err := expect.Parse(spec)
+	assert.NilError(t, err)
+	r.Judge(e, "test")
+	return r.Snapshot()
+}
+
+// TestMarkdownShort: a reply for one kernel lists what did not pass, and
+// counts what did, per package.
+func TestMarkdownShort(t *testing.T) {
+	// 002 expected on 7.3: the test that saw it absent fails.
+	var b bytes.Buffer
+	assert.NilError(t, WriteMarkdown(&b, []results.Snapshot{recordedSnapshot(t, "000 002 004")}))
+	md := b.String()
+	assert.Check(t, is.Equal(strings.Count(md, "\n| `suites/"), 1), "one test row:\n%s", md)
+	assert.Check(t, strings.Count(md, "\n") < 50, "%d lines:\n%s", strings.Count(md, "\n"), md)
+	for _, s := range []string{
+		"| 002 | ✗ **absent** |",
+		"22 of 23 tests passed wherever they ran (suites/devmap 18, suites/tun 4); the others:\n",
+		"| `suites/tun.TestClassify/flag=off/qdisc=pfifo` | **fail** 490ms |\n",
+		"`suites/tun.TestClassify/flag=off/qdisc=pfifo` **failed** on debian:7.3",
+	} {
+		assert.Check(t, is.Contains(md, s))
+	}
+	assert.Check(t, !strings.Contains(md, "| pass "), "a passing test is counted, not listed")
 }

@@ -130,6 +130,21 @@ func newView(snaps []results.Snapshot) view {
 	return v
 }
 
+// passed reports whether the test passed on every kernel that ran it.
+func (t testRow) passed() bool {
+	return !slices.ContainsFunc(t.Cells, func(c testCell) bool { return c.Ran && c.Status != results.Pass })
+}
+
+// pkg is the test's package, "suites/tun".
+func (t testRow) pkg() string {
+	for _, c := range t.Cells {
+		if c.Ran {
+			return c.Package
+		}
+	}
+	return ""
+}
+
 // Text is what a verdict cell shows: the verdict, or "—" where the seed
 // was not tested.
 func (c verdictCell) Text() string {
