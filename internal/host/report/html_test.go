@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"html"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -99,5 +100,31 @@ func TestHTMLWithoutCharts(t *testing.T) {
 			}
 			assert.Check(t, !strings.Contains(b.String(), "<svg"))
 		})
+	}
+}
+
+// TestHTMLFailedFirst: the test table brings the tests that failed on any
+// kernel to the top, the others in the order they ran.
+func TestHTMLFailedFirst(t *testing.T) {
+	snaps := fixture(t)
+	failed := map[string]bool{}
+	for _, s := range snaps {
+		for _, x := range s.Tests {
+			if x.Status == results.Fail {
+				failed[x.Package+"."+x.Name] = true
+			}
+		}
+	}
+	assert.Assert(t, len(failed) > 0)
+	var b bytes.Buffer
+	assert.NilError(t, WriteHTML(&b, snaps))
+	var rows []bool
+	row := regexp.MustCompile(`<th scope="row" class="test">([^<]*)</th>`)
+	for _, m := range row.FindAllStringSubmatch(b.String(), -1) {
+		rows = append(rows, failed[html.UnescapeString(m[1])])
+	}
+	assert.Assert(t, len(rows) > len(failed))
+	for i, f := range rows {
+		assert.Check(t, is.Equal(f, i < len(failed)), "row %d", i+1)
 	}
 }

@@ -126,8 +126,25 @@ func newView(snaps []results.Snapshot) view {
 		}
 	}
 
+	// Failed tests first, the rest in the order they ran.
+	slices.SortStableFunc(v.Tests, func(a, b testRow) int {
+		return cmp.Compare(rank(!a.failed()), rank(!b.failed()))
+	})
+
 	v.Charts, v.BenchProblems = benchmarks(snaps)
 	return v
+}
+
+func rank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// failed reports whether the test failed on any kernel.
+func (t testRow) failed() bool {
+	return slices.ContainsFunc(t.Cells, func(c testCell) bool { return c.Ran && c.Status == results.Fail })
 }
 
 // passed reports whether the test passed on every kernel that ran it.
