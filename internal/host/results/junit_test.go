@@ -344,3 +344,19 @@ func TestJUnitHostname(t *testing.T) {
 		assert.Check(t, slices.Contains(s.Properties, junitProperty{"runner", machine}), s.Name)
 	}
 }
+
+// TestSnapshotJudged: the report's text of a test the judge failed ends on
+// the judge's word, not on the test's own "--- SKIP".
+func TestSnapshotJudged(t *testing.T) {
+	runs := recorded(t, "!000 !002 004", expect73)
+	n := 0
+	for _, s := range runs[0].Snapshot().Tests {
+		if s.Status != Fail {
+			continue
+		}
+		n++
+		assert.Check(t, !strings.Contains(s.Why, "--- SKIP"), "%s: %s", s.Name, s.Why)
+		assert.Check(t, is.Contains(s.Why, "\nxmitcheck: seed 004 absent: "))
+	}
+	assert.Check(t, n > 0)
+}

@@ -54,6 +54,9 @@ func (r *Run) Snapshot() Snapshot {
 		switch t.Status {
 		case Fail:
 			st.Why = t.transcript()
+			if t.Judged != "" {
+				st.Why = t.judgedTranscript()
+			}
 		case Skip, XFail:
 			st.Why = t.Reason()
 		}
