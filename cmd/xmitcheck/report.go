@@ -1,23 +1,29 @@
 package main
 
 import (
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/xmitcheck/xmitcheck/internal/host/kcidb"
 	"github.com/xmitcheck/xmitcheck/internal/host/report"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
 // cmdReport renders one or more matrix folders (their results.json) as one
 // static HTML page and a Markdown reply, and prints the verdict table.
-// --check fails when a verdict differs from its expectation.
+// --check fails when a verdict differs from its expectation. --kcidb writes
+// a KCIDB report for KernelCI instead of the page (as well, with -o).
 func cmdReport(args []string) (int, error) {
-	fs := newFlags("report", "[-o FILE] [--markdown FILE] [--check] DIR...",
-		"Render matrix folders as one static HTML page (and Markdown) and print the verdict table.")
+	fs := newFlags("report", "[-o FILE] [--markdown FILE] [--kcidb FILE [--origin NAME]] [--check] DIR...",
+		"Render matrix folders as one static HTML page (and Markdown, KCIDB) and print the verdict table.")
 	html := fs.String("o", "report.html", "the HTML page to write")
 	markdown := fs.String("markdown", "", "also write the report as Markdown to this file")
 	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation")
+	kcidbFile := fs.String("kcidb", "",
+		"write a KCIDB report for KernelCI to this file (- for stdout); no HTML then, unless -o")
+	origin := fs.String("origin", kcidb.DefaultOrigin, "the KCIDB origin: the CI system, in every id")
 	// Flags may come after a folder too (report m -o x): the flag package
 	// stops at the first argument that is not one, so parse again after it.
 	var dirs []string
@@ -30,11 +36,19 @@ func cmdReport(args []string) (int, error) {
 		}
 		dirs = append(dirs, fs.Arg(0))
 	}
+	// The page is what report is for, unless --kcidb is asked for alone.
+	htmlToo := *kcidbFile == ""
+	fs.Visit(func(f *flag.Flag) { htmlToo = htmlToo || f.Name == "o" })
 	if len(dirs) == 0 {
 		return 0, usagef("report: name the matrix folder(s) to render (xmitcheck matrix --out DIR writes one)")
 	}
-	if err := writable(*markdown); err != nil {
-		return 0, err
+	for _, f := range []string{*markdown, *kcidbFile} {
+		if err := writable(f); err != nil {
+			return 0, err
+		}
+	}
+	if err := kcidb.CheckOrigin(*origin); err != nil {
+		return 0, usagef("report: --%v", err)
 	}
 	var snaps []results.Snapshot
 	for _, dir := range dirs {
@@ -44,11 +58,18 @@ func cmdReport(args []string) (int, error) {
 		}
 		snaps = append(snaps, s...)
 	}
-	if err := os.MkdirAll(filepath.Dir(*html), 0o755); err != nil {
-		return 0, err
+	if *kcidbFile != "" {
+		if err := writeTo(*kcidbFile, func(w io.Writer) error { return kcidb.Write(w, snaps, *origin) }); err != nil {
+			return 0, err
+		}
 	}
-	if err := writeTo(*html, func(w io.Writer) error { return report.WriteHTML(w, snaps) }); err != nil {
-		return 0, err
+	if htmlToo {
+		if err := os.MkdirAll(filepath.Dir(*html), 0o755); err != nil {
+			return 0, err
+		}
+		if err := writeTo(*html, func(w io.Writer) error { return report.WriteHTML(w, snaps) }); err != nil {
+			return 0, err
+		}
 	}
 	if *markdown != "" {
 		if err := writeTo(*markdown, func(w io.Writer) error { return report.WriteMarkdown(w, snaps) }); err != nil {
@@ -62,7 +83,11 @@ func cmdReport(args []string) (int, error) {
 		}
 		mismatch = mismatch || len(s.Misses) > 0 || s.Err != ""
 	}
-	if err := report.WriteMarkdown(os.Stdout, snaps); err != nil {
+	table := io.Writer(os.Stdout)
+	if *kcidbFile == "-" {
+		table = os.Stderr // stdout is the KCIDB report's
+	}
+	if err := report.WriteMarkdown(table, snaps); err != nil {
 		return 0, err
 	}
 	if *check && mismatch {

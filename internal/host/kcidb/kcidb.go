@@ -118,8 +118,8 @@ func Write(w io.Writer, snaps []results.Snapshot, origin string) error {
 // same folder gives the same ids however often it is reported (submitting
 // twice replaces, never duplicates), and another run gives others.
 func New(snaps []results.Snapshot, origin string) (*Report, error) {
-	if !originRE.MatchString(origin) {
-		return nil, fmt.Errorf("origin %q: KCIDB wants lower-case letters, digits and _ only", origin)
+	if err := CheckOrigin(origin); err != nil {
+		return nil, err
 	}
 	r := &Report{Version: Version{Major, Minor}}
 	seeds, tests := everything(snaps)
@@ -131,6 +131,14 @@ func New(snaps []results.Snapshot, origin string) (*Report, error) {
 		r.Tests = append(r.Tests, kernelTests(s, id, origin, seeds, tests)...)
 	}
 	return r, nil
+}
+
+// CheckOrigin says what is wrong with an origin KCIDB would refuse.
+func CheckOrigin(origin string) error {
+	if !originRE.MatchString(origin) {
+		return fmt.Errorf("origin %q: KCIDB wants lower-case letters, digits and _ only", origin)
+	}
+	return nil
 }
 
 // checkout is the snapshot's kernel source. A Debian package is its own
