@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -113,10 +114,11 @@ func Write(w io.Writer, snaps []results.Snapshot, origin string) error {
 	return enc.Encode(r)
 }
 
-// New builds the report of the snapshots. The ids are origin, the
-// kernel's name and a hash of what the snapshot holds (fingerprint): the
-// same folder gives the same ids however often it is reported (submitting
-// twice replaces, never duplicates), and another run gives others.
+// New builds the report of the snapshots. A build's id is the origin, the
+// kernel's name (a path's / made _, for URLs) and a hash of what the
+// snapshot holds (fingerprint): the same folder gives the same ids however
+// often it is reported (submitting twice replaces, never duplicates), and
+// another run gives others.
 func New(snaps []results.Snapshot, origin string) (*Report, error) {
 	if err := CheckOrigin(origin); err != nil {
 		return nil, err
@@ -125,7 +127,7 @@ func New(snaps []results.Snapshot, origin string) (*Report, error) {
 	seeds, tests := everything(snaps)
 	for _, s := range snaps {
 		name := cmp.Or(s.Name, s.Kernel)
-		id := origin + ":" + name + ":" + fingerprint(s)
+		id := origin + ":" + notInID.ReplaceAllString(name, "_") + ":" + fingerprint(s)
 		r.Checkouts = append(r.Checkouts, checkout(s, id, origin))
 		r.Builds = append(r.Builds, build(s, id, origin))
 		r.Tests = append(r.Tests, kernelTests(s, id, origin, seeds, tests)...)
@@ -187,21 +189,29 @@ func kernelTests(s results.Snapshot, build, origin string, seeds []feature.Seed,
 	if s.Accel != "" {
 		env = &Environment{Comment: accelComment(s.Accel)}
 	}
-	newTest := func(id, path, status string) Test {
-		return Test{ID: build + ":" + id, BuildID: build, Origin: origin, Path: path, Status: status, Environment: env}
+	// A test's id is the build's and the test's path, which holds no / to
+	// trouble a URL; the second test of a build on one path (two names
+	// that differ only where the path has _) gets ~2, and so on.
+	used := map[string]int{}
+	newTest := func(path, status string) Test {
+		id := build + ":" + strings.TrimPrefix(path, Root+".")
+		if used[path]++; used[path] > 1 {
+			id += "~" + strconv.Itoa(used[path])
+		}
+		return Test{ID: id, BuildID: build, Origin: origin, Path: path, Status: status, Environment: env}
 	}
 	var out []Test
 	judged := map[feature.Seed]bool{}
 	for _, v := range s.Verdicts {
 		judged[v.Seed] = true
-		t := newTest("verdict:"+string(v.Seed), Root+"."+element(string(v.Seed)), verdictStatus(v))
+		t := newTest(Root+"."+element(string(v.Seed)), verdictStatus(v))
 		t.Comment, t.LogExcerpt = v.Line(), excerpt(v.Why)
 		t.Misc = map[string]any{"verdict": string(v.State)}
 		put(t.Misc, "want", string(v.Want))
 		out = append(out, t)
 	}
 	for _, m := range s.Misses {
-		t := newTest("feature:"+string(m.Feature), Root+".feature."+element(string(m.Feature)), Fail)
+		t := newTest(Root+".feature."+element(string(m.Feature)), Fail)
 		t.Comment, t.LogExcerpt = m.Line(), m.Line()
 		t.Misc = map[string]any{"feature": string(m.Feature), "expected": !m.Present}
 		put(t.Misc, "probe", m.Probe)
@@ -209,7 +219,7 @@ func kernelTests(s results.Snapshot, build, origin string, seeds []feature.Seed,
 		out = append(out, t)
 	}
 	if s.Err != "" {
-		t := newTest("run", Root+".run", Error)
+		t := newTest(Root+".run", Error)
 		t.Comment, t.LogExcerpt = "the run could not finish", excerpt(s.Err)
 		out = append(out, t)
 	}
@@ -217,7 +227,7 @@ func kernelTests(s results.Snapshot, build, origin string, seeds []feature.Seed,
 	for _, st := range s.Tests {
 		k := testKey{st.Package, st.Name}
 		ran[k] = true
-		t := newTest("test:"+k.String(), testPath(k), testStatus(st.Status))
+		t := newTest(testPath(k), testStatus(st.Status))
 		secs := st.Elapsed.Seconds()
 		t.Duration, t.LogExcerpt = &secs, excerpt(st.Why)
 		t.Misc = map[string]any{"status": string(st.Status)}
@@ -228,14 +238,14 @@ func kernelTests(s results.Snapshot, build, origin string, seeds []feature.Seed,
 	}
 	for _, seed := range seeds {
 		if !judged[seed] {
-			t := newTest("verdict:"+string(seed), Root+"."+element(string(seed)), Miss)
+			t := newTest(Root+"."+element(string(seed)), Miss)
 			t.Comment = string(seed) + ": not judged: the run could not finish"
 			out = append(out, t)
 		}
 	}
 	for _, k := range tests {
 		if !ran[k] {
-			t := newTest("test:"+k.String(), testPath(k), Miss)
+			t := newTest(testPath(k), Miss)
 			t.Comment = k.String() + ": did not run: the run could not finish"
 			out = append(out, t)
 		}
@@ -307,6 +317,8 @@ func testPath(k testKey) string {
 	}
 	return Root + "." + strings.Join(els, ".")
 }
+
+var notInID = regexp.MustCompile(`[^A-Za-z0-9._:+~-]`)
 
 var notInElement = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 

@@ -201,6 +201,24 @@ func TestIDs(t *testing.T) {
 	assert.Check(t, is.Equal(first.Builds[0].ID, again.Builds[0].ID))
 	assert.Check(t, first.Builds[1].ID != again.Builds[1].ID, "another run, another id")
 
+	// A kernel given as a path, two tests on one path: ids stay unique,
+	// with no / for a URL to trip on.
+	path := matrixFixture(t)[2:]
+	path[0].Name = "/home/u/linux/arch/x86/boot/bzImage"
+	path[0].Tests = append(path[0].Tests[:0],
+		results.SnapshotTest{Package: "suites/tun", Name: "TestX/a=b", Status: results.Pass},
+		results.SnapshotTest{Package: "suites/tun", Name: "TestX/a_b", Status: results.Pass})
+	r := validate(t, schema(t), path)
+	assert.Check(t, strings.HasPrefix(r.Builds[0].ID, "xmitcheck:_home_u_linux_arch_x86_boot_bzImage:"))
+	var ids []string
+	for _, x := range r.Tests {
+		assert.Check(t, !strings.Contains(x.ID, "/"), x.ID)
+		if x.Path == "xmitcheck.tun.TestX.a_b" {
+			ids = append(ids, strings.TrimPrefix(x.ID, x.BuildID+":"))
+		}
+	}
+	assert.Check(t, is.DeepEqual(ids, []string{"tun.TestX.a_b", "tun.TestX.a_b~2"}))
+
 	for _, origin := range []string{"", "Lab", "lab-1", "a:b"} {
 		_, err := New(snaps, origin)
 		assert.Check(t, is.ErrorContains(err, "KCIDB wants lower-case letters, digits and _"), origin)
