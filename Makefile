@@ -93,12 +93,13 @@ matrix: DEPS = vm
 matrix: deps build
 	./xmitcheck matrix $(MATRIX_KERNELS) --out $(MATRIX_OUT) --check
 
-# One static HTML page and a Markdown reply from one or more matrix
-# folders (the CI summary job merges every kernel's); the verdict table on
-# stdout.
+# One static HTML page, a Markdown reply and a KCIDB report for KernelCI
+# from one or more matrix folders (the CI summary job merges every
+# kernel's); the verdict table on stdout.
 report: build
 	mkdir -p $(REPORT_OUT)
-	./xmitcheck report -o $(REPORT_OUT)/report.html --markdown $(REPORT_OUT)/report.md $(MATRIX_OUT)
+	./xmitcheck report -o $(REPORT_OUT)/report.html --markdown $(REPORT_OUT)/report.md \
+		--kcidb $(REPORT_OUT)/kcidb.json $(MATRIX_OUT)
 
 # Proof that bisection finds a bad commit (not in CI: it builds a kernel,
 # 25-60 min the first time): see scripts/bisect-demo.sh.
