@@ -233,9 +233,18 @@ func kernelTests(s results.Snapshot, build, origin string, seeds []feature.Seed,
 		t.Misc = map[string]any{"status": string(st.Status)}
 		out = append(out, t)
 	}
-	if s.Err == "" {
-		return out
+	if s.Err != "" {
+		out = append(out, missing(newTest, seeds, judged, tests, ran)...)
 	}
+	return out
+}
+
+// missing is MISS for each seed and test of the report that an unfinished
+// run did not judge or run.
+func missing(newTest func(path, status string) Test, seeds []feature.Seed, judged map[feature.Seed]bool,
+	tests []testKey, ran map[testKey]bool,
+) []Test {
+	var out []Test
 	for _, seed := range seeds {
 		if !judged[seed] {
 			t := newTest(Root+"."+element(string(seed)), Miss)
