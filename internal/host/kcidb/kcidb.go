@@ -165,7 +165,6 @@ func build(s results.Snapshot, id, origin string) Build {
 	b := Build{ID: id, CheckoutID: id, Origin: origin, Comment: s.Kernel, Architecture: "x86_64", Status: Pass,
 		Misc: map[string]any{}}
 	b.ConfigName, _, _ = strings.Cut(s.Package, " ")
-	put(b.Misc, "kernel", s.Kernel)
 	put(b.Misc, "release", s.Release)
 	put(b.Misc, "accel", s.Accel)
 	put(b.Misc, "expect_source", s.ExpectSource)
