@@ -54,6 +54,9 @@ func packages(t *testing.T) []goPackage {
 		var p goPackage
 		assert.NilError(t, d.Decode(&p))
 		p.ImportPath = strings.TrimPrefix(p.ImportPath, module+"/")
+		if p.ImportPath == module {
+			p.ImportPath = "." // the module root's package
+		}
 		pkgs = append(pkgs, p)
 	}
 	return pkgs
