@@ -53,7 +53,11 @@ func cmdBench(args []string) error {
 	defer os.RemoveAll(dir)
 	// The first test binary starts and exits at once: what is measured is
 	// the boot, module loading and the start of the first binary.
-	bins, err := buildTests(ctx, dir, []string{"./suites/tun"}, []string{"-test.run=^$"})
+	src, err := findSuites(ctx, "")
+	if err != nil {
+		return err
+	}
+	bins, err := buildTests(ctx, src, dir, []string{"./suites/tun"}, []string{"-test.run=^$"})
 	if err != nil {
 		return err
 	}

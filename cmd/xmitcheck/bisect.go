@@ -60,7 +60,6 @@ func cmdBisect(args []string) int {
 	s.register(fs)
 	var b buildFlags
 	b.register(fs)
-	suites := fs.String("C", "", "the xmitcheck checkout whose suites run (git bisect run starts in the kernel tree)")
 	if err := parse(fs, args); err != nil {
 		if err == errHelp {
 			return bisectGood
@@ -85,12 +84,6 @@ func cmdBisect(args []string) int {
 		return bisectAbort
 	}
 	b.tree = tree
-	if *suites != "" {
-		if err := os.Chdir(*suites); err != nil {
-			fmt.Fprintln(os.Stderr, "xmitcheck: -C:", err)
-			return bisectAbort
-		}
-	}
 	s.v.kernels = listFlag{"build:bisect"} // checked by check(), named below
 	s.v.only = true
 	if err := cmp.Or(s.v.check(), s.checkOutputs()); err != nil {

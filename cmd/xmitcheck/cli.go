@@ -24,11 +24,15 @@ Commands:
   compare --base K1 --patched K2 [PKG...]
                             pre-merge check: verdicts side by side, then interleaved benchmarks (benchstat)
   bisect [flags] [PKG...]   one step of git bisect run: build --tree (default .), run, judge
+  suites build -o DIR [PKG...]
+                            compile the suites' test binaries into DIR, nothing booted
   bench boot [flags]        measure boot-to-first-test per backend
   version                   print xmitcheck's version and the revision it was built from
 
 Kernels: debian:5.10 debian:6.1 debian:6.12 debian:7.2 debian:7.3 host, build:NAME, or a path to a
-bzImage (--modules DIR) or a built kernel tree.
+bzImage (--modules DIR) or a built kernel tree (--kernel . in the tree).
+Suites (PKG): compiled with go in the xmitcheck checkout -C names or the current directory is in,
+else from the source built into xmitcheck, so it runs from any directory.
 Exit codes: 0 passed, 1 a test failed or a verdict differs from its expectation, 2 usage or
 infrastructure error, 3 kernel crash or hang. bisect: 0 good, 1 bad, 125 untestable, 128 usage.
 Run 'xmitcheck COMMAND -h' for a command's flags.
@@ -59,14 +63,16 @@ func run(args []string) int {
 		code, err = cmdMatrix(rest)
 	case "report":
 		code, err = cmdReport(rest)
+	case "suites":
+		err = cmdSuites(rest)
 	case "version":
 		err = cmdVersion(rest)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return exitOK
 	default:
-		err = usagef(
-			"unknown command %q: use run, exec, kernels, matrix, report, compare, bisect, bench or version (xmitcheck -h)", cmd)
+		err = usagef("unknown command %q: use run, exec, kernels, matrix, report, compare, bisect, suites, bench "+
+			"or version (xmitcheck -h)", cmd)
 	}
 	if errors.Is(err, errHelp) {
 		return exitOK

@@ -77,6 +77,9 @@ func TestBadInputOneLine(t *testing.T) {
 		{"UnwritableJUnit", nil, []string{"run", "--junit", "/no/such/dir/j.xml"},
 			"cannot write /no/such/dir/j.xml: no directory /no/such/dir"},
 		{"UnwritableMatrix", nil, []string{"matrix", "--out", "/no/such/dir/m"}, "cannot write /no/such/dir/m"},
+		{"NoGo", []string{"PATH=/nonexistent"}, []string{"suites", "build", "-o", "bins"}, "go not found"},
+		{"NotACheckout", nil, []string{"suites", "build", "-o", "bins", "-C", "/"}, "-C /: no go.mod there or above"},
+		{"SuitesNoOut", nil, []string{"suites", "build"}, "suites build: give -o DIR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr := xc(t, tc.env, nil, tc.args...)
@@ -112,7 +115,8 @@ func TestHostNeedsRoot(t *testing.T) {
 func TestHelpEverywhere(t *testing.T) {
 	for _, args := range [][]string{
 		{"run"}, {"exec"}, {"matrix"}, {"report"}, {"compare"}, {"bisect"}, {"bench"}, {"bench", "boot"},
-		{"version"}, {"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"},
+		{"version"}, {"suites"}, {"suites", "build"},
+		{"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			cmd := exec.Command(xmitcheck, append(args, "-h")...)

@@ -31,6 +31,9 @@ type suiteRun struct {
 	json        bool
 	verbose     bool
 	pkgs        []string
+	// suites is -C: the checkout whose suites run ("": the current
+	// directory's, else those built into xmitcheck).
+	suites string
 	// go test's own flags, passed through to every binary.
 	skip                      string
 	bench, benchtime, shuffle string
@@ -40,6 +43,8 @@ type suiteRun struct {
 
 func (s *suiteRun) register(fs *flag.FlagSet) {
 	s.v.register(fs)
+	fs.StringVar(&s.suites, "C", "", "compile the suites (and PKG paths) in this xmitcheck checkout "+
+		"(default: the one the current directory is in, else the suites built into xmitcheck)")
 	fs.StringVar(&s.runRE, "run", "", "run only tests matching this regexp (go test -run)")
 	fs.StringVar(&s.skip, "skip", "", "do not run tests matching this regexp (go test -skip)")
 	fs.DurationVar(&s.testTimeout, "test-timeout", 10*time.Minute, "per test binary timeout (go test -timeout)")
@@ -77,8 +82,11 @@ func (s *suiteRun) testArgs() []string {
 }
 
 // checkOutputs makes sure every file the run will write can be written,
-// before anything is built or booted.
+// and that the suites can compile, before anything is built or booted.
 func (s *suiteRun) checkOutputs(more ...string) error {
+	if err := checkSuites(s.suites); err != nil {
+		return err
+	}
 	for _, f := range append([]string{s.ktap, s.junit, s.events}, more...) {
 		if err := writable(f); err != nil {
 			return err
@@ -115,12 +123,17 @@ func (s *suiteRun) parseArgs(fs *flag.FlagSet) {
 // binaries builds the test binaries and the guest's init into a temporary
 // directory that cleanup removes.
 func (s *suiteRun) binaries(ctx context.Context) (bins []vmtest.Binary, init string, cleanup func(), err error) {
+	src, err := findSuites(ctx, s.suites)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
 	dir, err := os.MkdirTemp("", "xmitcheck-run-")
 	if err != nil {
 		return nil, "", nil, err
 	}
 	cleanup = func() { os.RemoveAll(dir) }
-	if bins, err = buildTests(ctx, dir, s.pkgs, s.testArgs()); err == nil {
+	if bins, err = buildTests(ctx, src, dir, s.pkgs, s.testArgs()); err == nil {
 		init, err = initBinary(ctx, dir)
 	}
 	if err != nil {

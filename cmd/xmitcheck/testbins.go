@@ -5,6 +5,7 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,16 +16,20 @@ import (
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
-// buildTests compiles the test binaries of pkgs (go test -c, static so they
-// run in a bare initramfs) into dir and returns them, in order, with args.
-func buildTests(ctx context.Context, dir string, pkgs []string, args []string) ([]vmtest.Binary, error) {
+// buildTests compiles the test binaries of pkgs, found in src (go test -c,
+// static so they run in a bare initramfs), into dir and returns them, in
+// order, with args.
+func buildTests(ctx context.Context, src suiteSource, dir string, pkgs, args []string) ([]vmtest.Binary, error) {
 	listArgs := []string{"list", "-json=ImportPath,Name,Dir,GoFiles,TestGoFiles,XTestGoFiles"}
 	list := exec.CommandContext(ctx, "go", append(listArgs, pkgs...)...)
+	list.Dir = src.dir
+	list.Env = append(os.Environ(), src.env...)
 	var stderr bytes.Buffer
 	list.Stderr = &stderr
 	out, err := list.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list %s: %v: %s", strings.Join(pkgs, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("go list %s in %s (the suites' %s): %v: %s",
+			strings.Join(pkgs, " "), src.dir, src.rev, err, strings.TrimSpace(stderr.String()))
 	}
 	var bins []vmtest.Binary
 	var paths []string
@@ -56,7 +61,8 @@ func buildTests(ctx context.Context, dir string, pkgs []string, args []string) (
 		return nil, usagef("no tests in %s", strings.Join(pkgs, " "))
 	}
 	build := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", dir + "/"}, paths...)...)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Dir = src.dir
+	build.Env = append(os.Environ(), append(src.env, "CGO_ENABLED=0")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go test -c: %v\n%s", err, out)
 	}
@@ -64,7 +70,9 @@ func buildTests(ctx context.Context, dir string, pkgs []string, args []string) (
 }
 
 // initBinary returns a statically linked xmitcheck for the guest: this
-// executable when it is static, else one built into dir from the module.
+// executable when it is static, else one built into dir from the source
+// embedded in it, which is this executable's own whatever the directory
+// or -C (host and guest speak one protocol).
 func initBinary(ctx context.Context, dir string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -73,12 +81,24 @@ func initBinary(ctx context.Context, dir string) (string, error) {
 	if static(self) {
 		return self, nil
 	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return "", errors.New("this xmitcheck is dynamically linked and go, which would rebuild it statically, " +
+			"is not in PATH: install Go, or build xmitcheck with CGO_ENABLED=0")
+	}
+	src, err := embeddedSuites()
+	if err != nil {
+		return "", err
+	}
 	out := filepath.Join(dir, "xmitcheck-init")
-	build := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/xmitcheck/xmitcheck/cmd/xmitcheck")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// No VCS stamp: the cache may sit in a git repository (a home directory
+	// kept in git) that has nothing to do with this source.
+	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", out, module+"/cmd/xmitcheck")
+	build.Dir = src.dir
+	build.Env = append(os.Environ(), append(src.env, "CGO_ENABLED=0")...)
 	if b, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("this xmitcheck is dynamically linked and rebuilding it statically failed (%v: %s): "+
-			"build it with `CGO_ENABLED=0 go build ./cmd/xmitcheck` (make build)", err, bytes.TrimSpace(b))
+			"install it static: `CGO_ENABLED=0 go install %s/cmd/xmitcheck@latest` (make build in a checkout)",
+			err, bytes.TrimSpace(b), module)
 	}
 	return out, nil
 }

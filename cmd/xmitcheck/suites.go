@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	tree "github.com/xmitcheck/xmitcheck"
+	"github.com/xmitcheck/xmitcheck/kernels"
+)
+
+const module = "github.com/xmitcheck/xmitcheck"
+
+// suiteSource is where go compiles the suites: a checkout, or the module
+// source embedded in this binary (tree.Source), extracted.
+type suiteSource struct {
+	// dir is where go runs: package patterns such as ./suites/tun are
+	// relative to it.
+	dir string
+	// env is added to go's environment.
+	env []string
+	// rev says which source it is, for every result: "embedded sha256:…"
+	// or "checkout DIR at GIT-DESCRIBE".
+	rev string
+}
+
+// findSuites picks the suites' source: the checkout -C names, else the
+// xmitcheck checkout the current directory is in (go runs there, as it
+// always did), else the source embedded in this binary. Each needs go.
+func findSuites(ctx context.Context, c string) (suiteSource, error) {
+	if err := checkSuites(c); err != nil {
+		return suiteSource{}, err
+	}
+	if c != "" {
+		root, _, _ := moduleRoot(c)
+		dir, err := filepath.Abs(c)
+		if err != nil {
+			return suiteSource{}, err
+		}
+		return suiteSource{dir: dir, rev: "checkout " + root + " at " + gitDescribe(ctx, root)}, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return suiteSource{}, err
+	}
+	if root, path, ok := moduleRoot(wd); ok && path == module {
+		return suiteSource{dir: wd, rev: "checkout " + root + " at " + gitDescribe(ctx, root)}, nil
+	}
+	return embeddedSuites()
+}
+
+// checkSuites says, before anything is fetched or built, what would keep
+// the suites from compiling: no go, or a -C that is no module.
+func checkSuites(c string) error {
+	if _, err := exec.LookPath("go"); err != nil {
+		return errors.New("go not found: xmitcheck compiles the suites with the Go toolchain " +
+			"(go 1.26 or later): install it (https://go.dev/dl, or Debian's golang-go) and put it in PATH")
+	}
+	if c == "" {
+		return nil
+	}
+	if _, _, ok := moduleRoot(c); !ok {
+		return usagef("-C %s: no go.mod there or above: give an xmitcheck checkout", c)
+	}
+	return nil
+}
+
+// embeddedSuites is the source embedded in this binary, extracted into the
+// cache. A go.work above the cache must not pull other modules in.
+func embeddedSuites() (suiteSource, error) {
+	root, err := suitesCacheDir()
+	if err != nil {
+		return suiteSource{}, err
+	}
+	dir, err := extract(tree.Source, root, embeddedKey())
+	if err != nil {
+		return suiteSource{}, fmt.Errorf("extracting the suites' source into %s: %w "+
+			"(set XDG_CACHE_HOME to a writable directory, or give -C CHECKOUT)", root, err)
+	}
+	return suiteSource{dir: dir, env: []string{"GOWORK=off"}, rev: embeddedRev()}, nil
+}
+
+// suitesCacheDir is $XDG_CACHE_HOME/xmitcheck/suites (else
+// ~/.cache/xmitcheck/suites), beside the kernels.
+func suitesCacheDir() (string, error) {
+	k, err := kernels.DefaultCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(k), "suites"), nil
+}
+
+// moduleRoot walks up from dir to the first go.mod and returns its
+// directory and module path.
+func moduleRoot(dir string) (root, path string, ok bool) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", "", false
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, modulePath(data), true
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", "", false
+		}
+		dir = up
+	}
+}
+
+// modulePath is the path go.mod's module directive names.
+func modulePath(gomod []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(gomod))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module"); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
+}
+
+// gitDescribe names a checkout's commit (a tag when one is near, -dirty
+// with uncommitted changes).
+func gitDescribe(ctx context.Context, dir string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "describe", "--always", "--dirty", "--abbrev=12").Output()
+	if err != nil {
+		return "an unknown revision (not a git checkout)"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// embeddedSum is the SHA-256 of the embedded source: each file's path, size
+// and bytes, in WalkDir's (lexical) order.
+var embeddedSum = sync.OnceValue(func() string {
+	sum, err := treeSum(tree.Source)
+	if err != nil {
+		panic(err) // an embed.FS always reads
+	}
+	return sum
+})
+
+func embeddedKey() string { return embeddedSum()[:16] }
+
+func embeddedRev() string { return "embedded sha256:" + embeddedSum()[:12] }
+
+func treeSum(fsys fs.FS) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(data))
+		h.Write(data)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+// staleAfter is the age of a temporary extraction that no run can still be
+// writing (one takes milliseconds): a crash left it.
+const staleAfter = time.Hour
+
+// extract writes fsys into root/key once and returns that directory. It is
+// written into a temporary directory beside it and renamed into place, so
+// root/key exists only complete; a later call, or another xmitcheck that
+// lost the race, uses it as it is. Files are read-only, as in Go's module
+// cache: the source is the binary's, not to be edited.
+func extract(fsys fs.FS, root, key string) (string, error) {
+	final := filepath.Join(root, key)
+	if st, err := os.Stat(final); err == nil && st.IsDir() {
+		return final, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	removeStale(root, key)
+	tmp, err := os.MkdirTemp(root, "."+key+".tmp-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	err = fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(tmp, filepath.FromSlash(path))
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		return copyOut(fsys, path, to)
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		if st, serr := os.Stat(final); serr == nil && st.IsDir() {
+			return final, nil // another xmitcheck put it there first
+		}
+		return "", err
+	}
+	return final, nil
+}
+
+func copyOut(fsys fs.FS, path, to string) error {
+	in, err := fsys.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// removeStale removes what crashed extractions of key left behind.
+func removeStale(root, key string) {
+	old, _ := filepath.Glob(filepath.Join(root, "."+key+".tmp-*"))
+	for _, dir := range old {
+		if st, err := os.Stat(dir); err == nil && time.Since(st.ModTime()) > staleAfter {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+const suitesAbout = `The suites' test binaries, without booting anything:
+  xmitcheck suites build -o DIR [-C CHECKOUT] [PKG...]   compile them (static, go test -c) into DIR`
+
+// cmdSuites is `xmitcheck suites build`: what run compiles, written to a
+// directory (to copy to a machine without Go, or to check that the suites
+// compile from wherever xmitcheck runs).
+func cmdSuites(args []string) error {
+	if len(args) == 0 || args[0] != "build" {
+		if err := usageOnly("suites", "build -o DIR [PKG...]", suitesAbout, args); err != nil {
+			return err
+		}
+		return usagef("suites: use suites build -o DIR [PKG...] (xmitcheck suites -h)")
+	}
+	fs := newFlags("suites build", "-o DIR [-C CHECKOUT] [PKG...]",
+		"Compile the suites' test binaries (default ./suites/...), static as run boots them, into DIR,\n"+
+			"and print each package and binary.")
+	out := fs.String("o", "", "directory for the test binaries (created)")
+	c := fs.String("C", "", "compile the suites (and PKG paths) in this xmitcheck checkout "+
+		"(default: the one the current directory is in, else the suites built into xmitcheck)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("suites build: give -o DIR")
+	}
+	pkgs := fs.Args()
+	if len(pkgs) == 0 {
+		pkgs = []string{"./suites/..."}
+	}
+	dir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	src, err := findSuites(ctx, *c)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
+	bins, err := buildTests(ctx, src, dir, pkgs, nil)
+	if err != nil {
+		return err
+	}
+	for _, b := range bins {
+		fmt.Printf("%s\t%s\n", b.Name, b.Path)
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	tree "github.com/xmitcheck/xmitcheck"
+)
+
+// TestEmbeddedSourceComplete holds the embedded source to what go needs to
+// compile, outside any checkout, every suite (with the test packages of
+// vmtest/testdata) and cmd/xmitcheck (the guest's static init): each of
+// their packages in the module, and each file go list says it builds from.
+func TestEmbeddedSourceComplete(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-test",
+		"-json=ImportPath,Dir,GoFiles,CgoFiles,TestGoFiles,XTestGoFiles,EmbedFiles,TestEmbedFiles,XTestEmbedFiles,"+
+			"OtherFiles,HFiles,SFiles,IgnoredGoFiles,Module",
+		"./suites/...", "./vmtest/testdata/...", "./cmd/xmitcheck")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	assert.NilError(t, err, "go list")
+	root, err := filepath.Abs(cmd.Dir)
+	assert.NilError(t, err)
+	want := map[string]bool{"go.mod": true, "go.sum": true}
+	pkgs := 0
+	for d := json.NewDecoder(strings.NewReader(string(out))); d.More(); {
+		var p struct {
+			ImportPath, Dir string
+			Module          *struct{ Path string }
+			GoFiles, CgoFiles, TestGoFiles, XTestGoFiles, EmbedFiles, TestEmbedFiles, XTestEmbedFiles,
+			OtherFiles, HFiles, SFiles, IgnoredGoFiles []string
+		}
+		assert.NilError(t, d.Decode(&p))
+		if p.Module == nil || p.Module.Path != module || strings.HasSuffix(p.ImportPath, ".test") {
+			continue
+		}
+		pkgs++
+		rel, err := filepath.Rel(root, p.Dir)
+		assert.NilError(t, err)
+		for _, f := range slices.Concat(p.GoFiles, p.CgoFiles, p.TestGoFiles, p.XTestGoFiles, p.EmbedFiles,
+			p.TestEmbedFiles, p.XTestEmbedFiles, p.OtherFiles, p.HFiles, p.SFiles, p.IgnoredGoFiles) {
+			want[path.Join(filepath.ToSlash(rel), f)] = true
+		}
+	}
+	assert.Check(t, pkgs > 20, "go list named %d of the module's packages", pkgs)
+	for f := range want {
+		_, err := fs.Stat(tree.Source, f)
+		assert.Check(t, err, "the embedded source lacks %s: add its directory to source.go's go:embed", f)
+	}
+}
+
+// TestEmbeddedSourceTracked: nothing git ignores (a test binary, a build
+// cache) rides in the binary.
+func TestEmbeddedSourceTracked(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	var files []string
+	err := fs.WalkDir(tree.Source, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return err
+	})
+	assert.NilError(t, err)
+	cmd := exec.Command("git", append([]string{"check-ignore", "--no-index", "--"}, files...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		return // none is ignored
+	}
+	if err != nil {
+		t.Skipf("git check-ignore: %v (not a git checkout?)", err)
+	}
+	t.Errorf("the embedded source holds files git ignores; remove them and rebuild:\n%s", out)
+}
+
+// TestExtract: the tree appears only complete, once; a second call (or
+// another process) uses it as it is; a failed extraction and a crashed
+// one's leftovers leave nothing behind.
+func TestExtract(t *testing.T) {
+	src := fstest.MapFS{
+		"go.mod":                {Data: []byte("module example.com/m\n")},
+		"suites/tun/a_test.go":  {Data: []byte("package tun\n")},
+		"suites/tun/testdata/x": {Data: []byte("x")},
+	}
+	root := t.TempDir()
+	key := "0123456789abcdef"
+	// What a crash an hour ago left, and an extraction under way now.
+	crashed := filepath.Join(root, "."+key+".tmp-1")
+	running := filepath.Join(root, "."+key+".tmp-2")
+	for _, d := range []string{crashed, running} {
+		assert.NilError(t, os.MkdirAll(filepath.Join(d, "suites"), 0o755))
+	}
+	old := time.Now().Add(-2 * staleAfter)
+	assert.NilError(t, os.Chtimes(crashed, old, old))
+
+	dir, err := extract(src, root, key)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(dir, filepath.Join(root, key)))
+	for name, f := range src {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		assert.NilError(t, err)
+		assert.Check(t, is.Equal(string(got), string(f.Data)))
+	}
+	sum, err := treeSum(os.DirFS(dir))
+	assert.NilError(t, err)
+	want, err := treeSum(src)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(sum, want), "the extracted tree is the embedded one")
+	_, err = os.Stat(crashed)
+	assert.Check(t, errors.Is(err, fs.ErrNotExist), "a crashed extraction's leftovers are removed")
+	_, err = os.Stat(running)
+	assert.Check(t, err, "an extraction under way is left alone")
+
+	// Idempotent: the second call finds the tree and writes nothing.
+	st, err := os.Stat(filepath.Join(dir, "go.mod"))
+	assert.NilError(t, err)
+	again, err := extract(fstest.MapFS{"other": {Data: []byte("y")}}, root, key)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(again, dir))
+	st2, err := os.Stat(filepath.Join(dir, "go.mod"))
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(st.ModTime(), st2.ModTime()))
+	_, err = os.Stat(filepath.Join(dir, "other"))
+	assert.Check(t, errors.Is(err, fs.ErrNotExist))
+
+	// A failure half-way leaves neither the tree nor a temporary one.
+	broken := failingFS{src, "suites/tun/testdata/x"}
+	_, err = extract(broken, root, "fedcba9876543210")
+	assert.Check(t, is.ErrorContains(err, "read failed"))
+	left, err := filepath.Glob(filepath.Join(root, "*fedcba9876543210*"))
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(left, 0), "left behind: %v", left)
+}
+
+// failingFS fails to open one file.
+type failingFS struct {
+	fs.FS
+	bad string
+}
+
+func (f failingFS) Open(name string) (fs.File, error) {
+	if name == f.bad {
+		return nil, errors.New("read failed")
+	}
+	return f.FS.Open(name)
+}
+
+// TestSuitesOutsideCheckout is what an installed xmitcheck does in a
+// kernel tree: no go.mod around, no -C, and the suites still compile,
+// from the source built into it, by a relative path or an import path.
+func TestSuitesOutsideCheckout(t *testing.T) {
+	pkgs := []string{"./internal/splat", module + "/internal/heartbeat"}
+	if !testing.Short() {
+		pkgs = append(pkgs, "./suites/tun") // every guest package: about a minute on 2 loaded cores
+	}
+	// A cache of its own, but Go's build cache (under XDG_CACHE_HOME too,
+	// by default) stays where it is, warm.
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	assert.NilError(t, err)
+	cache := t.TempDir()
+	out := filepath.Join(t.TempDir(), "bins")
+	cmd := exec.Command(xmitcheck, append([]string{"suites", "build", "-o", out}, pkgs...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache, "GOCACHE="+strings.TrimSpace(string(gocache)))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	assert.NilError(t, err, "stderr: %s", stderr.String())
+	assert.Check(t, is.Contains(stderr.String(), "building the suites from embedded sha256:"))
+	assert.Check(t, is.Contains(stderr.String(), filepath.Join(cache, "xmitcheck", "suites")))
+	for _, p := range pkgs {
+		imp := p
+		if rel, ok := strings.CutPrefix(p, "./"); ok {
+			imp = module + "/" + rel
+		}
+		assert.Check(t, is.Contains(string(stdout), imp+"\t"), "stdout: %s", stdout)
+		bin := filepath.Join(out, path.Base(p)+".test")
+		assert.Check(t, static(bin), "%s is not a static executable", bin)
+	}
+}
+
+// TestSuitesChoice: -C names a checkout, the current directory's checkout
+// comes next, the embedded source last; a -C that is no module and a
+// missing go are one line each.
+func TestSuitesChoice(t *testing.T) {
+	ctx := context.Background()
+	checkout, err := filepath.Abs(filepath.Join("..", ".."))
+	assert.NilError(t, err)
+	src, err := findSuites(ctx, checkout)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(src.dir, checkout))
+	assert.Check(t, strings.HasPrefix(src.rev, "checkout "+checkout+" at "), src.rev)
+
+	t.Chdir(filepath.Join(checkout, "suites"))
+	src, err = findSuites(ctx, "")
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(src.dir, filepath.Join(checkout, "suites")), "go runs where it always did")
+
+	t.Chdir(t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	src, err = findSuites(ctx, "")
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(src.rev, embeddedRev()))
+	assert.Check(t, is.Contains(src.env, "GOWORK=off"))
+
+	_, err = findSuites(ctx, t.TempDir())
+	assert.Check(t, is.ErrorContains(err, "no go.mod there or above: give an xmitcheck checkout"))
+	t.Setenv("PATH", "/nonexistent")
+	_, err = findSuites(ctx, "")
+	assert.Check(t, is.ErrorContains(err, "go not found: xmitcheck compiles the suites with the Go toolchain"))
+}
+
+// TestInitBinaryOutsideCheckout: a dynamically linked xmitcheck (go install
+// with cgo, as this test binary may be) rebuilds itself static for the
+// guest from its embedded source, from any directory.
+func TestInitBinaryOutsideCheckout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/xmitcheck")
+	}
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	assert.NilError(t, err)
+	t.Setenv("GOCACHE", strings.TrimSpace(string(gocache)))
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	init, err := initBinary(context.Background(), t.TempDir())
+	assert.NilError(t, err)
+	assert.Check(t, static(init), "%s is not static", init)
+}
