@@ -94,7 +94,7 @@ func cmdMatrix(args []string) (int, error) {
 	fmt.Fprintf(&table, "wall time %v: kernels ready in %v, then %d kernels %d at once\n",
 		time.Since(start).Round(time.Second), fetched.Round(time.Second), len(ks), *jobs)
 	os.Stdout.Write(table.Bytes())
-	if err := writeMatrix(*out, ks, runs, table.Bytes()); err != nil {
+	if err := writeMatrix(*out, ks, runs, table.Bytes(), s.v.suitesRev); err != nil {
 		return 0, err
 	}
 	fmt.Printf("matrix: %s (results.json, per kernel .ktap .junit.xml .json; xmitcheck report %[1]s)\n", *out)
@@ -135,11 +135,18 @@ func (s *suiteRun) runMany(
 	return runs, human, nil
 }
 
+// matrixEntry is one kernel's entry of results.json: its snapshot, and
+// which xmitcheck and which suites' source gave it.
+type matrixEntry struct {
+	results.Snapshot
+	Xmitcheck, Suites string
+}
+
 // writeMatrix writes the matrix folder out: results.json (every kernel's
 // snapshot, what `report` reads), summary.txt, and per kernel its KTAP,
 // JUnit and JSON. It is written beside out and renamed over it, so out is
 // never half-written.
-func writeMatrix(out string, ks []*kernels.Kernel, runs []*results.Run, summary []byte) error {
+func writeMatrix(out string, ks []*kernels.Kernel, runs []*results.Run, summary []byte, suitesRev string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("output folder: %w", err)
@@ -148,7 +155,7 @@ func writeMatrix(out string, ks []*kernels.Kernel, runs []*results.Run, summary 
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	var snaps []results.Snapshot
+	var snaps []matrixEntry
 	for i, r := range runs {
 		k := ks[i]
 		base := filepath.Join(tmp, fileKey(k.Name))
@@ -161,7 +168,7 @@ func writeMatrix(out string, ks []*kernels.Kernel, runs []*results.Run, summary 
 		if k.Package != "" {
 			sn.Package = k.Package + " " + k.PackageVersion
 		}
-		snaps = append(snaps, sn)
+		snaps = append(snaps, matrixEntry{Snapshot: sn, Xmitcheck: version(), Suites: suitesRev})
 	}
 	if err := writeTo(filepath.Join(tmp, "results.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)

@@ -121,12 +121,14 @@ func (s *suiteRun) parseArgs(fs *flag.FlagSet) {
 }
 
 // binaries builds the test binaries and the guest's init into a temporary
-// directory that cleanup removes.
+// directory that cleanup removes. Every run records which xmitcheck and
+// which suites' source it used (s.v.suitesRev).
 func (s *suiteRun) binaries(ctx context.Context) (bins []vmtest.Binary, init string, cleanup func(), err error) {
 	src, err := findSuites(ctx, s.suites)
 	if err != nil {
 		return nil, "", nil, err
 	}
+	s.v.suitesRev = src.rev
 	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
 	dir, err := os.MkdirTemp("", "xmitcheck-run-")
 	if err != nil {
@@ -313,6 +315,9 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	}
 	for _, n := range s.run.Notes {
 		fmt.Fprintln(human, "xmitcheck:", n)
+	}
+	if v.suitesRev != "" {
+		s.run.Note(about(v.suitesRev)) // for the outputs; the terminal had it once, before the builds
 	}
 	if ctx.Err() != nil {
 		s.run.Cancel()

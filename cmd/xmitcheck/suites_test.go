@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -19,6 +20,10 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	tree "github.com/xmitcheck/xmitcheck"
+	"github.com/xmitcheck/xmitcheck/internal/host/report"
+	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
 // TestEmbeddedSourceComplete holds the embedded source to what go needs to
@@ -225,6 +230,31 @@ func TestSuitesChoice(t *testing.T) {
 	t.Setenv("PATH", "/nonexistent")
 	_, err = findSuites(ctx, "")
 	assert.Check(t, is.ErrorContains(err, "go not found: xmitcheck compiles the suites with the Go toolchain"))
+}
+
+// TestRevisionInResults: every run notes xmitcheck's version and the
+// suites' source (KTAP, JUnit and JSON carry notes), and each kernel's entry
+// of a matrix's results.json has them as fields, which report still reads.
+func TestRevisionInResults(t *testing.T) {
+	k := &kernels.Kernel{Name: "debian:7.3", Release: "7.3.4"}
+	v := &vmFlags{suitesRev: "embedded sha256:0123456789ab"}
+	r, err := runOne(context.Background(), v, k, &int3Backend{}, []vmtest.Binary{{Name: "example.org/suites/a"}},
+		false, io.Discard)
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(r.Notes, version()+"; suites: embedded sha256:0123456789ab"))
+
+	out := filepath.Join(t.TempDir(), "m")
+	assert.NilError(t, writeMatrix(out, []*kernels.Kernel{k}, []*results.Run{r}, nil, v.suitesRev))
+	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	assert.NilError(t, err)
+	var entries []struct{ Kernel, Xmitcheck, Suites string }
+	assert.NilError(t, json.Unmarshal(data, &entries))
+	assert.Assert(t, is.Len(entries, 1))
+	assert.Check(t, is.Equal(entries[0].Xmitcheck, version()))
+	assert.Check(t, is.Equal(entries[0].Suites, "embedded sha256:0123456789ab"))
+	snaps, err := report.Load(out)
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(snaps, 1))
 }
 
 // TestInitBinaryOutsideCheckout: a dynamically linked xmitcheck (go install

@@ -13,7 +13,14 @@ func cmdVersion(args []string) error {
 		return err
 	}
 	fmt.Println(version())
+	fmt.Println("suites:", embeddedRev(), "(built in; -C CHECKOUT, or running inside one, uses its own)")
 	return nil
+}
+
+// about is the note every run carries: xmitcheck's version and which
+// source the suites were compiled from.
+func about(suitesRev string) string {
+	return version() + "; suites: " + suitesRev
 }
 
 func version() string {

@@ -35,6 +35,9 @@ type vmFlags struct {
 	expectFor map[string]string
 	// only makes --expect the whole expectation (bisect).
 	only bool
+	// suitesRev is which source the suites were built from (set once they
+	// are): every run records it, with this xmitcheck's version.
+	suitesRev string
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {
