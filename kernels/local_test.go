@@ -91,6 +91,24 @@ func TestLocalTree(t *testing.T) {
 	assert.Check(t, is.Len(missing, 0))
 }
 
+// TestLocalTreeDot: `--kernel .` in a built tree (where git bisect run and
+// a maintainer are) is that tree.
+func TestLocalTreeDot(t *testing.T) {
+	tree := t.TempDir()
+	writeFiles(t, tree, map[string][]byte{
+		"arch/x86/boot/bzImage":         fakeBzImage("7.3.0-rc1"),
+		"include/config/kernel.release": []byte("7.3.0-rc1\n"),
+	})
+	t.Chdir(tree)
+	k, err := Resolve(context.Background(), ".", Options{CacheDir: t.TempDir()})
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(k.Release, "7.3.0-rc1"))
+	assert.Check(t, is.Equal(k.Label(), ". (7.3.0-rc1)"))
+	target, err := filepath.EvalSymlinks(k.Vmlinuz)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(target, filepath.Join(tree, "arch/x86/boot/bzImage")))
+}
+
 func TestLocalTreeAllBuiltIn(t *testing.T) {
 	tree := t.TempDir()
 	writeFiles(t, tree, map[string][]byte{

@@ -202,7 +202,11 @@ func defaultJobs(memoryMB int) int {
 }
 
 // fileKey names a kernel's files: "debian:7.3" → "debian-7.3", a path by
-// its last elements.
+// its last elements, "." (the tree xmitcheck runs in) "tree".
 func fileKey(name string) string {
-	return strings.NewReplacer(":", "-", "/", "_", " ", "_").Replace(strings.TrimLeft(name, "./"))
+	key := strings.NewReplacer(":", "-", "/", "_", " ", "_").Replace(strings.TrimLeft(name, "./"))
+	if key == "" {
+		return "tree"
+	}
+	return key
 }
