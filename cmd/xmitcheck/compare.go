@@ -78,10 +78,12 @@ func cmdCompare(args []string) (int, error) {
 		return 0, ctx.Err()
 	}
 	c := comparison{
-		Base:    runs[0].Kernel,
-		Patched: runs[1].Kernel,
-		Seeds:   results.DiffVerdicts(runs[0], runs[1]),
-		Tests:   results.DiffTests(runs[0], runs[1]),
+		Base:      runs[0].Kernel,
+		Patched:   runs[1].Kernel,
+		Seeds:     results.DiffVerdicts(runs[0], runs[1]),
+		Tests:     results.DiffTests(runs[0], runs[1]),
+		Xmitcheck: version(),
+		Suites:    s.v.suitesRev,
 	}
 	writeDiff(os.Stdout, c)
 
@@ -118,10 +120,12 @@ func cmdCompare(args []string) (int, error) {
 // comparison is what compare found, as its JSON file holds it.
 type comparison struct {
 	Base, Patched string
-	Seeds         []results.VerdictChange
-	Tests         []results.TestChange
-	Benchmarks    []benchRow         `json:",omitempty"`
-	Tables        []*benchstat.Table `json:"-"`
+	// Xmitcheck and Suites say what ran, as every result does.
+	Xmitcheck, Suites string
+	Seeds             []results.VerdictChange
+	Tests             []results.TestChange
+	Benchmarks        []benchRow         `json:",omitempty"`
+	Tables            []*benchstat.Table `json:"-"`
 }
 
 // benchRow is one benchmark and unit of benchstat's tables: the values of
@@ -217,7 +221,8 @@ func writeDiff(w io.Writer, c comparison) {
 // writeMarkdown writes the comparison as a mailing-list reply: the verdict
 // table, the tests that changed, and the benchmark tables.
 func writeMarkdown(w io.Writer, c comparison, runs []*results.Run) error {
-	fmt.Fprintf(w, "xmitcheck compare: base %s, patched %s\n\n", c.Base, c.Patched)
+	fmt.Fprintf(w, "xmitcheck compare: base %s, patched %s\n(%s; suites: %s)\n\n",
+		c.Base, c.Patched, c.Xmitcheck, c.Suites)
 	results.WriteVerdictsMarkdown(w, runs)
 	if len(c.Tests) > 0 {
 		fmt.Fprintf(w, "\n%d tests changed their status:\n\n", len(c.Tests))

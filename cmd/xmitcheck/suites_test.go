@@ -257,6 +257,20 @@ func TestRevisionInResults(t *testing.T) {
 	assert.Check(t, is.Len(snaps, 1))
 }
 
+// TestRevisionInComparison: compare's Markdown reply and JSON say which
+// xmitcheck and which suites ran.
+func TestRevisionInComparison(t *testing.T) {
+	c := comparison{Base: "debian:7.2", Patched: "debian:7.3", Xmitcheck: "xmitcheck v1.2.3",
+		Suites: "checkout /src/xmitcheck at v1.2.3-4-g0123456789ab-dirty"}
+	var md strings.Builder
+	assert.NilError(t, writeMarkdown(&md, c, nil))
+	assert.Check(t, is.Contains(md.String(),
+		"(xmitcheck v1.2.3; suites: checkout /src/xmitcheck at v1.2.3-4-g0123456789ab-dirty)"))
+	data, err := json.Marshal(c)
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(string(data), `"Suites":"checkout /src/xmitcheck at v1.2.3-4-g0123456789ab-dirty"`))
+}
+
 // TestInitBinaryOutsideCheckout: a dynamically linked xmitcheck (go install
 // with cgo, as this test binary may be) rebuilds itself static for the
 // guest from its embedded source, from any directory.
