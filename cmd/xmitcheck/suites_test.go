@@ -68,20 +68,30 @@ func TestEmbeddedSourceComplete(t *testing.T) {
 	}
 }
 
+// maxSourceFile bounds a file of the embedded source: the largest, a
+// recorded event stream of results' testdata, is 80 kB; a stray binary
+// (cmd/xmitcheck/xmitcheck, a suite's .test) is megabytes.
+const maxSourceFile = 1 << 20
+
 // TestEmbeddedSourceTracked: nothing git ignores (a test binary, a build
-// cache) rides in the binary.
+// cache) nor anything of a binary's size rides in the binary.
 func TestEmbeddedSourceTracked(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	var files []string
 	err := fs.WalkDir(tree.Source, ".", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, p)
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files = append(files, p)
+		info, err := d.Info()
+		if err == nil && info.Size() > maxSourceFile {
+			t.Errorf("the embedded source holds %s, %d bytes: remove it and rebuild", p, info.Size())
 		}
 		return err
 	})
 	assert.NilError(t, err)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
 	cmd := exec.Command("git", append([]string{"check-ignore", "--no-index", "--"}, files...)...)
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.Output()
