@@ -43,8 +43,7 @@ type suiteRun struct {
 
 func (s *suiteRun) register(fs *flag.FlagSet) {
 	s.v.register(fs)
-	fs.StringVar(&s.suites, "C", "", "compile the suites (and PKG paths) in this xmitcheck checkout "+
-		"(default: the one the current directory is in, else the suites built into xmitcheck)")
+	fs.StringVar(&s.suites, "C", "", checkoutUsage)
 	fs.StringVar(&s.runRE, "run", "", "run only tests matching this regexp (go test -run)")
 	fs.StringVar(&s.skip, "skip", "", "do not run tests matching this regexp (go test -skip)")
 	fs.DurationVar(&s.testTimeout, "test-timeout", 10*time.Minute, "per test binary timeout (go test -timeout)")

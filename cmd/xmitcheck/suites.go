@@ -25,6 +25,10 @@ import (
 
 const module = "github.com/xmitcheck/xmitcheck"
 
+// checkoutUsage is what -C says of itself.
+const checkoutUsage = "the xmitcheck checkout whose suites to compile, PKG paths relative to it " +
+	"(default: the checkout the current directory is in, else the suites built into xmitcheck)"
+
 // suiteSource is where go compiles the suites: a checkout, or the module
 // source embedded in this binary (tree.Source), extracted.
 type suiteSource struct {
@@ -267,8 +271,7 @@ func cmdSuites(args []string) error {
 		"Compile the suites' test binaries (default ./suites/...), static as run boots them, into DIR,\n"+
 			"and print each package and binary.")
 	out := fs.String("o", "", "directory for the test binaries (created)")
-	c := fs.String("C", "", "compile the suites (and PKG paths) in this xmitcheck checkout "+
-		"(default: the one the current directory is in, else the suites built into xmitcheck)")
+	c := fs.String("C", "", checkoutUsage)
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
