@@ -235,6 +235,7 @@ func newGenericDriver(tb testing.TB, r *rig) driver {
 	if err != nil {
 		tb.Fatalf("attach xdp_main to in0 in generic mode: %v", err)
 	}
+	r.generic = true
 	return &genericDriver{r: r, sender: newSender(tb, r)}
 }
 

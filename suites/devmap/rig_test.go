@@ -33,6 +33,9 @@ type rig struct {
 	in, sender netlink.Link
 	// dst are a0, b0, c0; sink their peers.
 	dst, sink [3]netlink.Link
+	// traced: the xdp_devmap_xmit counter is attached. generic: xdp_main
+	// runs in generic (SKB) mode, where no bulk queue flushes.
+	traced, generic bool
 }
 
 // noProg is the program fd of a devmap entry without a program (struct
@@ -73,6 +76,7 @@ func newRig(tb testing.TB, trace bool) *rig {
 		}
 		tb.Cleanup(func() { tp.Close() })
 		instrument.WatchMisses(tb, "the xdp_devmap_xmit counter", r.objs.TraceDevmapXmit)
+		r.traced = true
 	}
 	return r
 }
