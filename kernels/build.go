@@ -36,6 +36,29 @@ type BuildOptions struct {
 	Name string
 	// Jobs is make's -j; 0 means one per CPU.
 	Jobs int
+	// Base is the config the fragments go on: BaseDefconfig (the
+	// default, also when empty) or BaseMinimal.
+	Base string
+}
+
+// The bases a build's config can start from.
+const (
+	// BaseDefconfig is defconfig and kvm_guest.config.
+	BaseDefconfig = "defconfig"
+	// BaseMinimal is allnoconfig and base.config: only what boots the
+	// guest and what the suites need, about half of defconfig's options.
+	// Not yet the default: see base.config.
+	BaseMinimal = "minimal"
+)
+
+func (o BuildOptions) base() (string, error) {
+	switch o.Base {
+	case "", BaseDefconfig:
+		return BaseDefconfig, nil
+	case BaseMinimal:
+		return BaseMinimal, nil
+	}
+	return "", fmt.Errorf("unknown config base %q: use %s or %s", o.Base, BaseMinimal, BaseDefconfig)
 }
 
 // Built is a kernel built from source, in the build cache.
@@ -58,9 +81,12 @@ type Built struct {
 // Image is the built bzImage.
 func (b *Built) Image() string { return filepath.Join(b.Dir, "bzImage") }
 
-// recipe changes whenever the way a tree becomes a bzImage changes, so
-// that no build made the old way is taken for a new one.
-const recipe = "defconfig+kvm_guest.config+fragments, olddefconfig, bzImage, ccache gcc, v1"
+// recipes change whenever the way a tree becomes a bzImage changes, so
+// that no build made the old way is taken for a new one; one per base.
+var recipes = map[string]string{
+	BaseDefconfig: "defconfig+kvm_guest.config+fragments, olddefconfig, bzImage, ccache gcc, v1",
+	BaseMinimal:   "allnoconfig+base.config+fragments, olddefconfig, bzImage, ccache gcc, v1",
+}
 
 // ErrBuild wraps every failure of the build itself (the compiler, a
 // patch that does not apply): the tree or the patches are at fault, not
@@ -128,6 +154,10 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err := checkTree(tree); err != nil {
 		return nil, err
 	}
+	base, err := o.base()
+	if err != nil {
+		return nil, err
+	}
 	if err := checkBuildTools(); err != nil {
 		return nil, err
 	}
@@ -172,7 +202,10 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 		len(files), written, time.Since(start).Round(time.Millisecond))
 
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n", recipe, treeSum, Config)
+	fmt.Fprintf(h, "%s\n%s\n%s\n", recipes[base], treeSum, Config)
+	if base == BaseMinimal {
+		fmt.Fprintf(h, "base\n%s\n", Base)
+	}
 	for _, pt := range patches {
 		fmt.Fprintf(h, "%s %s\n%s\n", pt.dir, pt.name, pt.body)
 	}
@@ -209,8 +242,8 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	}
 	defer log.Close()
 	mk := maker{ctx: ctx, src: p.src, out: p.out, ccache: p.ccache, log: log, logPath: logPath, progress: o.Progress}
-	note(o.Progress, "build: config (defconfig, kvm_guest.config, the suites' fragment)")
-	if err := mk.configure(frags); err != nil {
+	note(o.Progress, "build: config (%s base, the suites' fragment)", base)
+	if err := mk.configure(base, frags); err != nil {
 		return nil, err
 	}
 	jobs := o.Jobs
@@ -392,17 +425,24 @@ func (m *maker) heartbeat() (stop func()) {
 	})
 }
 
-// configure makes out/.config: defconfig, kvm_guest.config, the suites'
-// fragment (kernels/config) and frags merged, olddefconfig; then checks
-// that every option of the fragments holds. The old .config is replaced
-// only when the new one differs, so an unchanged config rebuilds nothing.
-func (m *maker) configure(frags []string) error {
+// configure makes out/.config: the base (allnoconfig with base.config, or
+// defconfig with kvm_guest.config), the suites' fragment (kernels/config)
+// and frags merged, olddefconfig; then checks that every option of the
+// fragments holds. The old .config is replaced only when the new one
+// differs, so an unchanged config rebuilds nothing.
+func (m *maker) configure(base string, frags []string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(m.out), "config-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	all := append([]string{Config}, frags...)
+	checked := append([]string{Config}, frags...)
+	all, start := checked, []string{"defconfig", "kvm_guest.config"}
+	if base == BaseMinimal {
+		// Base is merged first and not checked: it names options of
+		// several kernel versions.
+		all, start = append([]string{Base}, checked...), []string{"allnoconfig"}
+	}
 	var paths []string
 	for i, f := range all {
 		path := filepath.Join(tmp, fmt.Sprintf("fragment-%d.config", i))
@@ -412,7 +452,7 @@ func (m *maker) configure(frags []string) error {
 		paths = append(paths, path)
 	}
 	cfg := &maker{ctx: m.ctx, src: m.src, out: filepath.Join(tmp, "out"), ccache: m.ccache, log: m.log, logPath: m.logPath}
-	if err := cfg.run("defconfig", "kvm_guest.config"); err != nil {
+	if err := cfg.run(start...); err != nil {
 		return err
 	}
 	mergeArgs := append([]string{"-m", "-O", cfg.out, filepath.Join(cfg.out, ".config")}, paths...)
@@ -428,7 +468,7 @@ func (m *maker) configure(frags []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkConfig(string(got), all); err != nil {
+	if err := checkConfig(string(got), checked); err != nil {
 		return err
 	}
 	if old, err := os.ReadFile(filepath.Join(m.out, ".config")); err == nil && string(old) == string(got) {

@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed config
 var Config string
+
+// Base is the minimal base a built kernel starts from: allnoconfig, then
+// Base, then Config and the build's own fragments.
+//
+//go:embed base.config
+var Base string

@@ -2,8 +2,8 @@
 # Writes docs/speed.md from measurements, never by hand: boot-to-first-test
 # on each backend (xmitcheck bench boot) and every suite on one kernel
 # (xmitcheck run), with the date, the machine and its load. With
-# BENCH_TREE=DIR it also times `xmitcheck kernels build --tree DIR` (the
-# first build of a tree takes most of an hour on 2 cores).
+# BENCH_TREE=DIR it also times a first `xmitcheck kernels build --tree DIR`,
+# in an empty cache, and a one-file rebuild.
 #   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,14 +44,24 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 	echo '```'
 	[ "$rc" = 0 ] || echo "The run exited $rc: its figures are not a healthy kernel's."
 	if [ -n "${BENCH_TREE:-}" ]; then
+		# A first build is measured in a cache of its own (no ccache
+		# objects, no work tree), then a one-file rebuild: the same tree
+		# with scripts/patches/tun-no-second-look.patch, one line less.
+		cache="$tmp/xdg"
 		echo
 		echo "## Kernel build"
 		echo
-		echo "\`$x kernels build --tree $BENCH_TREE\` (load at the start $(load)):"
+		echo "\`$x kernels build --tree $BENCH_TREE\` in an empty cache (default base; load at the start $(load)),"
+		echo "then the same tree with \`--apply scripts/patches/tun-no-second-look.patch\`, one file changed:"
 		echo
-		start=$(date +%s)
-		"$x" kernels build --tree "$BENCH_TREE" >"$tmp/build.out" 2>&1
-		echo "    $(( $(date +%s) - start )) s"
+		for step in first one-file; do
+			apply=()
+			[ "$step" = first ] || apply=(--apply scripts/patches/tun-no-second-look.patch)
+			start=$(date +%s)
+			XDG_CACHE_HOME="$cache" "$x" kernels build --tree "$BENCH_TREE" "${apply[@]}" --name "bench-$step" \
+				>"$tmp/build.out" 2>&1
+			echo "    $step: $(( $(date +%s) - start )) s (load at the end $(load))"
+		done
 	fi
 } >"$tmp/speed.md"
 mv "$tmp/speed.md" "$out"

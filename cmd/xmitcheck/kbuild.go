@@ -18,6 +18,7 @@ type buildFlags struct {
 	config        listFlag
 	name          string
 	jobs          int
+	base          string
 }
 
 func (b *buildFlags) register(fs *flag.FlagSet) {
@@ -27,12 +28,15 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.Var(&b.config, "config", "extra config fragment merged after the suites' own (repeatable)")
 	fs.StringVar(&b.name, "name", "", "the build's name, run as --kernel build:NAME (default: tree, commit, patches)")
 	fs.IntVar(&b.jobs, "j", 0, "make jobs (default: one per CPU)")
+	fs.StringVar(&b.base, "base", kernels.BaseDefconfig,
+		"config base: defconfig (+ kvm_guest.config) or minimal (allnoconfig + kernels/base.config)")
 }
 
 func (b *buildFlags) options() kernels.BuildOptions {
 	return kernels.BuildOptions{
 		Options: kernels.Options{Progress: os.Stderr},
 		Tree:    b.tree, Revert: b.revert, Apply: b.apply, Config: b.config, Name: b.name, Jobs: b.jobs,
+		Base: b.base,
 	}
 }
 
