@@ -61,10 +61,11 @@ func (r Record) String() string {
 }
 
 // ParseRecord finds a record in one line of a test's output (after go
-// test's "file.go:N: " prefix).
+// test's "file.go:N: " prefix); the margins and profile lines are not
+// records.
 func ParseRecord(line string) (Record, bool) {
 	i := strings.Index(line, recordPrefix+"{")
-	if i < 0 {
+	if i < 0 || IsProtocolLine(line) {
 		return Record{}, false
 	}
 	var r Record
