@@ -17,6 +17,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // rig is one test's topology and programs, all inside its own namespace:
@@ -45,6 +46,7 @@ const noProg = -1
 // newRig builds the rig for tb; trace attaches the xdp_devmap_xmit counter.
 func newRig(tb testing.TB, trace bool) *rig {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	r := &rig{env: netenv.New(tb)}
 	r.in, r.sender = r.env.Veth(tb, "in0", "in0p", 0)
 	for i, name := range []string{"a0", "b0", "c0"} {

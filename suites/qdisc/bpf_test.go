@@ -7,6 +7,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // The programs here are a few instructions each, written with cilium/ebpf's
@@ -66,6 +68,7 @@ func incrementSlot(m *ebpf.Map) asm.Instructions {
 //
 //	dst(6) src(6) ethertype(2)=0x88B5 magic(4)="xmit" stream(4, BE) seq(8)
 func streamCounterXDP(m *ebpf.Map, spin int32) (*ebpf.Program, error) {
+	defer profile.Running(profile.Setup).End()
 	insns := asm.Instructions{
 		asm.Mov.Imm(asm.R6, spin),
 		asm.JEq.Imm(asm.R6, 0, "parse"),
@@ -141,6 +144,7 @@ func attachNetifSchedules() (*eventCounter, error) {
 // per-CPU counter, and attaches it.
 func attachCounter(name string, spec *ebpf.ProgramSpec, filter asm.Instructions,
 	attach func(*ebpf.Program) (link.Link, error)) (*eventCounter, error) {
+	defer profile.Running(profile.Setup).End()
 	m, err := perCPUCounters(name, 1)
 	if err != nil {
 		return nil, err

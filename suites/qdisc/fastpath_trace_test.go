@@ -12,6 +12,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // fastPathTracer runs bpf/fastpath.c on one device's root qdisc.
@@ -45,6 +46,7 @@ func (tr *fastPathTracer) watchMisses(tb testing.TB) {
 }
 
 func attachFastPath(ifindex int) (*fastPathTracer, error) {
+	defer profile.Running(profile.Setup).End()
 	spec, err := loadFastpath()
 	if err != nil {
 		return nil, err

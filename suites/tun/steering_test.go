@@ -5,6 +5,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // streamSteering returns a TUNSETSTEERINGEBPF program that sends every
@@ -12,6 +14,7 @@ import (
 // field of the frame (bytes 18-21, see traffic.Frame).
 func streamSteering(t testing.TB) *ebpf.Program {
 	t.Helper()
+	defer profile.Start(t, profile.Setup).End()
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:    ebpf.SocketFilter,
 		License: "GPL",

@@ -15,6 +15,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // wakeTracer runs bpf/wake.c on one single-queue tap: it counts the wakes
@@ -39,6 +40,7 @@ func traceWakes(tb testing.TB, rig *tapRig) *wakeTracer {
 }
 
 func attachWakes(rig *tapRig) (*wakeTracer, error) {
+	defer profile.Running(profile.Setup).End()
 	mod, err := tunTypes()
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
@@ -170,6 +171,7 @@ func (r *rig) sender(stream uint32) *traffic.Sender {
 // field (offset 21), and tun takes it modulo the number of queues.
 func (r *rig) steerByStream() {
 	r.tb.Helper()
+	defer profile.Start(r.tb, profile.Setup).End()
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:    ebpf.SocketFilter,
 		License: "GPL",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/margin"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Bounded runs step on a goroutine of its own and fails tb when it has not
@@ -19,6 +20,7 @@ import (
 // not a slow step; the goroutine is then left behind.
 func Bounded(tb testing.TB, limit time.Duration, what string, step func() error) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Waits).End()
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- step() }()
@@ -39,6 +41,7 @@ func Bounded(tb testing.TB, limit time.Duration, what string, step func() error)
 // moved" for a state that a softirq could change within microseconds.
 func Hold(tb testing.TB, d time.Duration, what string, check func() error) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Waits).End()
 	for end := time.Now().Add(d); ; time.Sleep(PollInterval) {
 		if err := check(); err != nil {
 			tb.Fatalf("%s: %v", what, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/margin"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // PollInterval is how often WaitFor samples.
@@ -16,6 +17,7 @@ const PollInterval = 2 * time.Millisecond
 // state the kernel was stuck in. Each wait is noted for its caller in
 // package margin.
 func WaitFor[T any](ctx context.Context, timeout time.Duration, get func() (T, error), ok func(T) bool) (T, error) {
+	defer profile.Running(profile.Waits).End()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // reasons returns the running kernel's enum skb_drop_reason and its BTF.
@@ -76,6 +77,7 @@ type Monitor struct {
 // program (BTF, no tracefs: works in a minimal VM). It needs root and
 // kernel BTF; a kernel without drop reasons gets feature.Unsupported.
 func Attach(f Filter) (*Monitor, error) {
+	defer profile.Running(profile.Setup).End()
 	spec, e, err := reasons()
 	if err != nil {
 		return nil, err

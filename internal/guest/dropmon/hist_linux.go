@@ -13,6 +13,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // tracefs is where the suites' guests mount tracefs (vmtest/guest).
@@ -45,6 +46,7 @@ var histSeq atomic.Uint64
 // it returns an error that matches ErrNoHist; any other failure fails tb.
 func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	instances := filepath.Join(tracefs, "instances")
 	if _, err := os.Stat(instances); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: tracefs is not mounted at %s", ErrNoHist, tracefs)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Watch fails tb, at its cleanup, if the kernel logged a splat or gained a
@@ -16,6 +18,7 @@ import (
 // it logs why and watches the taint alone.
 func Watch(tb testing.TB) {
 	tb.Helper()
+	profile.Begin(tb)
 	before, err := taint()
 	if err != nil {
 		tb.Fatal(err)

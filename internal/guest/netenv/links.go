@@ -4,12 +4,15 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Veth creates a veth pair inside the namespace, both ends up, and returns
 // them. txqlen sets both ends' queue length when it is not zero.
 func (e *Env) Veth(tb testing.TB, name, peer string, txqlen int) (netlink.Link, netlink.Link) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = name
 	if txqlen > 0 {
@@ -44,6 +47,7 @@ func (e *Env) Link(tb testing.TB, name string) netlink.Link {
 // Up sets a link up.
 func (e *Env) Up(tb testing.TB, l netlink.Link) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	if err := e.Handle.LinkSetUp(l); err != nil {
 		tb.Fatalf("netenv: set %s up: %v", l.Attrs().Name, err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // ErrNoThreadedNAPI says the kernel has no /sys/class/net/DEV/threaded
@@ -25,6 +27,7 @@ var ErrNoThreadedNAPI = errors.New("no threaded NAPI attribute")
 // namespace, mounts a sysfs there and never returns the thread to the Go
 // scheduler.
 func (e *Env) ThreadedNAPI(dev string) error {
+	defer profile.Running(profile.Setup).End()
 	errc := make(chan error, 1)
 	go func() {
 		// No UnlockOSThread: the thread exits with the goroutine.

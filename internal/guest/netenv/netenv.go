@@ -14,6 +14,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Env is one test's network namespace.
@@ -28,6 +30,7 @@ type Env struct {
 // for every device created afterwards. It fails tb when not run as root.
 func New(tb testing.TB) *Env {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	if testing.Short() {
 		tb.Skip("netenv: needs root and network namespaces: not with -short")
 	}
@@ -57,6 +60,7 @@ func New(tb testing.TB) *Env {
 // another file once the test closed it.)
 func NewDoomed(tb testing.TB) (e *Env, kill func()) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	if testing.Short() {
 		tb.Skip("netenv: needs root and network namespaces: not with -short")
 	}

@@ -11,12 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // RootQdisc replaces l's root qdisc with q (its LinkIndex and Parent are
 // filled in).
 func (e *Env) RootQdisc(tb testing.TB, l netlink.Link, q netlink.Qdisc) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	a := q.Attrs()
 	a.LinkIndex = l.Attrs().Index
 	a.Parent = netlink.HANDLE_ROOT
@@ -39,6 +41,7 @@ func (e *Env) Noqueue(tb testing.TB, l netlink.Link) {
 // builds it as a module; a kernel may lack it): pass the error to
 // feature.Require.
 func (e *Env) FqCodel(l netlink.Link) error {
+	defer profile.Running(profile.Setup).End()
 	q := netlink.NewFqCodel(netlink.QdiscAttrs{
 		LinkIndex: l.Attrs().Index,
 		Parent:    netlink.HANDLE_ROOT,
@@ -58,6 +61,7 @@ func (e *Env) FqCodel(l netlink.Link) error {
 // cannot carry a pfifo limit, so the request is built here).
 func (e *Env) Pfifo(tb testing.TB, l netlink.Link, limit uint32) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	if err := e.pfifo(l, netlink.MakeHandle(1, 0), netlink.HANDLE_ROOT, limit); err != nil {
 		tb.Fatalf("netenv: replace root qdisc of %s with pfifo limit %d: %v", l.Attrs().Name, limit, err)
 	}
@@ -69,6 +73,7 @@ func (e *Env) Pfifo(tb testing.TB, l netlink.Link, limit uint32) {
 // (counters.ReadQdisc with parent 1:i+1).
 func (e *Env) MqPfifo(tb testing.TB, l netlink.Link, n int, limit uint32) {
 	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	e.RootQdisc(tb, l, &netlink.GenericQdisc{QdiscType: "mq"})
 	for i := range n {
 		if err := e.pfifo(l, netlink.MakeHandle(uint16(10+i), 0), netlink.MakeHandle(1, uint16(i+1)), limit); err != nil {

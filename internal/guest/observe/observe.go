@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Of tags tb, and the subtests it starts, as a test of seed: its failures
@@ -26,6 +27,8 @@ func Of(tb testing.TB, seed feature.Seed) {
 	tb.Log(feature.Record{Seed: seed}.String())
 	feature.Mark(feature.TestStart, tb.Name())
 	tb.Cleanup(func() { feature.Mark(feature.TestEnd, tb.Name()) })
+	// Its profile begins here, its teardown with every cleanup but the mark.
+	profile.Begin(tb)
 }
 
 // Require skips tb when err says a feature is not supported, naming the

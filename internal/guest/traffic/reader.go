@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Reader reads frames from a tun/tap queue file, checks each is ours and
@@ -63,6 +65,7 @@ func NewReader(f *os.File) *Reader {
 // how many it read; a frame that is not ours is an error (something other
 // than the test is sending).
 func (r *Reader) Read(n int, wait time.Duration) (int, error) {
+	defer profile.Running(profile.Traffic).End()
 	for i := range n {
 		if err := r.f.SetReadDeadline(time.Now().Add(wait)); err != nil {
 			return i, err
@@ -83,6 +86,7 @@ func (r *Reader) Read(n int, wait time.Duration) (int, error) {
 
 // Drain reads until no frame arrives for quiet, and returns how many it read.
 func (r *Reader) Drain(quiet time.Duration) (int, error) {
+	defer profile.Running(profile.Traffic).End()
 	total := 0
 	for {
 		n, err := r.Read(1024, quiet)

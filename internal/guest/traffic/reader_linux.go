@@ -8,12 +8,15 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // ReadNow reads one frame if one is waiting, without waiting and without
 // touching the file's deadlines (another goroutine may be in Read on the
 // same file). It returns 1 if it read a frame, 0 if there was none.
 func (r *Reader) ReadNow() (int, error) {
+	defer profile.Running(profile.Traffic).End()
 	rc, err := r.f.SyscallConn()
 	if err != nil {
 		return 0, err
@@ -50,6 +53,7 @@ func (r *Reader) ReadNow() (int, error) {
 // open it with tuntap.OpenBlocking); ReadToEnd makes it non-blocking until
 // it returns. A non-blocking file is an error.
 func (r *Reader) ReadToEnd(end uint32) error {
+	defer profile.Running(profile.Traffic).End()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	rc, err := r.f.SyscallConn()

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Batch is how many frames one sendmmsg(2) carries, as in the C reference
@@ -89,6 +91,7 @@ func NewPacedSender(ifindex int, stream uint32, sndbuf int, wait time.Duration) 
 }
 
 func newSender(ifindex int, stream uint32, batch int, setup func(fd int) error) (*Sender, error) {
+	defer profile.Running(profile.Setup).End()
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("AF_PACKET socket: %w", err)
@@ -144,6 +147,7 @@ func (s *Sender) SendBuffer() (int, error) {
 // event left on the socket); deviceState tells which without sending. (A
 // full send buffer cannot stop a NewSender, see there.)
 func (s *Sender) Send(n int) (Result, error) {
+	defer profile.Running(profile.Traffic).End()
 	var r Result
 	for n > 0 {
 		m := min(n, len(s.hdrs))

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Device is one queue file of a tun/tap device.
@@ -39,6 +40,7 @@ func OpenBlocking(name string, flags uint16) (*Device, error) {
 }
 
 func open(name string, flags uint16, nonblock int) (*Device, error) {
+	defer profile.Running(profile.Setup).End()
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|nonblock|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open /dev/net/tun: %w", err)

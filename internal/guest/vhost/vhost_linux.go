@@ -12,6 +12,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/nopreempt"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Net is one vhost-net device driven from userspace. Its two virtqueues
@@ -36,6 +37,7 @@ type Net struct {
 // kick and call eventfds). No backend is attached yet: see SetBackend. A
 // kernel without vhost-net gives an error matching feature.ErrNotSupported.
 func Open(cfg Config) (*Net, error) {
+	defer profile.Running(profile.Setup).End()
 	cfg = cfg.withDefaults()
 	l, err := cfg.layout()
 	if err != nil {
@@ -210,6 +212,7 @@ func (n *Net) kickQueue(q int) error {
 // Post posts up to k empty RX buffers and kicks vhost if it asked for it.
 // It returns how many buffers it posted.
 func (n *Net) Post(k int) (int, error) {
+	defer profile.Running(profile.Traffic).End()
 	old := n.RX.next
 	posted := n.RX.PostWritable(k)
 	if posted > 0 && n.RX.NeedsKick(old) {
@@ -223,6 +226,7 @@ func (n *Net) Post(k int) (int, error) {
 // It returns how many it posted: fewer when TX buffers run out (see
 // Reclaim).
 func (n *Net) Transmit(frames [][]byte) (int, error) {
+	defer profile.Running(profile.Traffic).End()
 	old := n.TX.next
 	posted, err := n.TX.PostReadable(make([]byte, HdrLen), frames)
 	if err != nil {
@@ -243,6 +247,7 @@ func (n *Net) Reclaim() (int, error) { return n.TX.Collect(nil) }
 // several buffers comes once, put together. It returns how many frames it
 // passed to fn.
 func (n *Net) Receive(fn func(data []byte)) (int, error) {
+	defer profile.Running(profile.Traffic).End()
 	if n.merge == nil {
 		return n.RX.Collect(fn)
 	}
@@ -264,6 +269,7 @@ func (n *Net) Receive(fn func(data []byte)) (int, error) {
 // once if used entries are already pending. It reports whether the signal
 // came or entries were pending.
 func (n *Net) WaitCall(timeout time.Duration) (bool, error) {
+	defer profile.Running(profile.Waits).End()
 	if n.RX.ArmCall() {
 		return true, nil
 	}
