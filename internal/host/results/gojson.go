@@ -98,7 +98,7 @@ func (j *jsonRun) pkg(p *node) {
 	j.emit(Event{Time: start, Action: "start", Package: pkg})
 	if p.test != nil {
 		for i, l := range p.test.Output {
-			if isSummaryLine(l) || isMarginsLine(l) {
+			if isSummaryLine(l) || isProtocolLine(l) {
 				continue
 			}
 			j.emit(Event{Time: p.test.outTime(i), Action: "output", Package: pkg, Output: l + "\n"})
@@ -144,6 +144,9 @@ func (j *jsonRun) test(pkg, name string, n *node) {
 	for i, l := range t.Output {
 		if strings.HasPrefix(strings.TrimSpace(l), "--- ") {
 			framing = l
+			continue
+		}
+		if isProtocolLine(l) {
 			continue
 		}
 		j.emit(Event{Time: t.outTime(i), Action: "output", Package: pkg, Test: name, Output: l + "\n"})
@@ -241,17 +244,16 @@ func isSummaryLine(l string) bool {
 	return l == "PASS" || l == "FAIL"
 }
 
-// isMarginsLine reports whether l is the line a binary ends with to tell
-// the host how close its waits came to their limits (Run.Margins reads
-// it): protocol, not output for a reader.
-func isMarginsLine(l string) bool {
-	_, ok := feature.ParseMargins(l)
-	return ok
+// isProtocolLine reports whether l is a line a binary prints only for the
+// host: the margins line it ends with (Run.Margins reads it) or a test's
+// profile line (Run.Profiles): protocol, not output for a reader.
+func isProtocolLine(l string) bool {
+	return feature.IsProtocolLine(l)
 }
 
-// withoutMargins is lines less the margins line.
-func withoutMargins(lines []string) []string {
-	return slices.DeleteFunc(slices.Clone(lines), isMarginsLine)
+// withoutProtocol is lines less the margins and profile lines.
+func withoutProtocol(lines []string) []string {
+	return slices.DeleteFunc(slices.Clone(lines), isProtocolLine)
 }
 
 // outTime is when the i-th line of Output came.

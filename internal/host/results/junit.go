@@ -133,7 +133,7 @@ func junitPackage(r *Run, p *node) junitSuite {
 	if p.test != nil {
 		// The binary's own PASS or FAIL is not the judged one (a skip
 		// the judge fails leaves a binary that passed): the cases say.
-		s.SystemOut = strings.Join(slices.DeleteFunc(withoutMargins(p.test.Output), isSummaryLine), "\n")
+		s.SystemOut = strings.Join(slices.DeleteFunc(withoutProtocol(p.test.Output), isSummaryLine), "\n")
 		if !p.test.Ended.IsZero() {
 			end = p.test.Ended
 		}

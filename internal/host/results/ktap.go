@@ -82,7 +82,7 @@ func writeNode(w io.Writer, ind string, num int, n *node) {
 	reason := ""
 	switch {
 	case st == Fail && n.test != nil:
-		diag(w, ind, withoutMargins(n.test.Output))
+		diag(w, ind, withoutProtocol(n.test.Output))
 		diag(w, ind, n.test.Kernel)
 	case st == Skip && len(n.children) > 0:
 		reason = "all subtests skipped"

@@ -79,15 +79,16 @@ type Test struct {
 }
 
 // Reason is why the judge changed the test's status, or else the last
-// line the test logged before it ended, without its file:line prefix: the
-// skip reason for a skipped test.
+// line the test logged before it ended (its profile line, printed by its
+// last cleanup, aside), without its file:line prefix: the skip reason for
+// a skipped test.
 func (t *Test) Reason() string {
 	if t.Judged != "" {
 		return t.Judged
 	}
 	for i := len(t.Output) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(t.Output[i])
-		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") {
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- ") || isProtocolLine(l) {
 			continue
 		}
 		if _, after, ok := strings.Cut(l, ": "); ok && strings.Contains(l[:len(l)-len(after)], ".go:") {

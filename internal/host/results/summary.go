@@ -26,7 +26,7 @@ func WriteSummary(w io.Writer, runs []*Run) {
 				name = ShortPackage(t.Package) + " (the test binary itself)"
 			}
 			fmt.Fprintf(w, "--- FAIL: %s %s\n", r.Kernel, name)
-			for _, l := range append(withoutMargins(t.Output), t.Kernel...) {
+			for _, l := range append(withoutProtocol(t.Output), t.Kernel...) {
 				if t.Judged != "" && strings.HasPrefix(strings.TrimSpace(l), "--- ") {
 					continue // the guest's own end, which the judge changed
 				}
@@ -64,7 +64,7 @@ func WriteList(w io.Writer, runs []*Run) {
 			}
 			fmt.Fprintf(w, "%s %s:\n", r.Kernel, ShortPackage(t.Package))
 			for _, l := range t.Output {
-				if l != "" && !isSummaryLine(l) && !isMarginsLine(l) {
+				if l != "" && !isSummaryLine(l) && !isProtocolLine(l) {
 					fmt.Fprintf(w, "    %s\n", l)
 				}
 			}

@@ -83,7 +83,7 @@ func (t *Test) firstFailure() string {
 		l = strings.TrimSpace(l)
 		_, record := feature.ParseRecord(l)
 		fromTest := strings.Contains(l, ".go:") && !strings.Contains(l, "failed to parse source file")
-		if record || !fromTest {
+		if record || !fromTest || isProtocolLine(l) {
 			continue
 		}
 		if strings.Contains(l, "assertion failed") {
@@ -94,16 +94,16 @@ func (t *Test) firstFailure() string {
 	if last != "" {
 		return last
 	}
-	if len(t.Output) > 0 {
-		return strings.TrimSpace(t.Output[len(t.Output)-1])
+	if out := withoutProtocol(t.Output); len(out) > 0 {
+		return strings.TrimSpace(out[len(out)-1])
 	}
 	return "failed"
 }
 
-// transcript is everything the test printed but the margins line, then
+// transcript is everything the test printed but the protocol lines, then
 // the kernel's reports attached to it, one line each.
 func (t *Test) transcript() string {
-	return strings.Join(append(withoutMargins(t.Output), t.Kernel...), "\n")
+	return strings.Join(append(withoutProtocol(t.Output), t.Kernel...), "\n")
 }
 
 // judgedTranscript is the transcript of a test the judge ended otherwise
@@ -111,7 +111,7 @@ func (t *Test) transcript() string {
 // word last, as the summary shows it.
 func (t *Test) judgedTranscript() string {
 	var lines []string
-	for _, l := range withoutMargins(t.Output) {
+	for _, l := range withoutProtocol(t.Output) {
 		if !strings.HasPrefix(strings.TrimSpace(l), "--- ") {
 			lines = append(lines, l)
 		}
