@@ -1,0 +1,99 @@
+package results
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+)
+
+const tun = "github.com/xmitcheck/xmitcheck/suites/tun"
+
+// profiled is a run of TestA (subtests x and y) and TestB, whose tests
+// print profile lines as the guest does.
+func profiled() *Run {
+	r := NewRun("k")
+	line := func(p feature.Profile) string { return "    profile.go:1: " + feature.ProfileLine(p) + "\n" }
+	for _, e := range []Event{
+		{Action: "run", Package: tun, Test: "TestA"},
+		{Action: "run", Package: tun, Test: "TestA/x"},
+		{Action: "output", Package: tun, Test: "TestA/x", Output: line(feature.Profile{Setup: 500 * time.Millisecond})},
+		{Action: "pass", Package: tun, Test: "TestA/x", Elapsed: 1},
+		{Action: "run", Package: tun, Test: "TestA/y"},
+		{Action: "output", Package: tun, Test: "TestA/y", Output: line(feature.Profile{Waits: time.Second})},
+		{Action: "output", Package: tun, Test: "TestA/y", Output: line(feature.Profile{Traffic: 250 * time.Millisecond})},
+		{Action: "pass", Package: tun, Test: "TestA/y", Elapsed: 1.5},
+		{Action: "output", Package: tun, Test: "TestA", Output: line(feature.Profile{Teardown: 200 * time.Millisecond})},
+		{Action: "pass", Package: tun, Test: "TestA", Elapsed: 3},
+		{Action: "run", Package: tun, Test: "TestB"},
+		{Action: "pass", Package: tun, Test: "TestB", Elapsed: 4},
+		{Action: "output", Package: tun, Output: feature.MarginsLine(nil) + "\n"},
+		{Action: "pass", Package: tun, Elapsed: 7.5},
+	} {
+		r.Add(e)
+	}
+	return r
+}
+
+// TestProfiles: a test's profile is its own lines and its subtests'.
+func TestProfiles(t *testing.T) {
+	ms := time.Millisecond
+	got := profiled().Profiles()
+	assert.DeepEqual(t, got, []TestProfile{
+		{Package: tun, Name: "TestA", Total: 3 * time.Second, Lines: 4,
+			Profile: feature.Profile{Setup: 500 * ms, Traffic: 250 * ms, Waits: time.Second, Teardown: 200 * ms}},
+		{Package: tun, Name: "TestA/x", Total: time.Second, Lines: 1, Profile: feature.Profile{Setup: 500 * ms}},
+		{Package: tun, Name: "TestA/y", Total: 1500 * ms, Lines: 2,
+			Profile: feature.Profile{Traffic: 250 * ms, Waits: time.Second}},
+		{Package: tun, Name: "TestB", Total: 4 * time.Second},
+	})
+	assert.Check(t, is.Equal(got[0].Other(), 1050*ms))
+	assert.Check(t, is.Equal(got[3].Other(), 4*time.Second), "no line: all other")
+}
+
+// TestWriteProfile: top-level tests, the longest first, with their
+// heaviest subtests, then the suite's total and shares.
+func TestWriteProfile(t *testing.T) {
+	var b bytes.Buffer
+	WriteProfile(&b, []*Run{profiled()}, 1)
+	want := `k: seconds per test in setup, traffic, waits, teardown and other
+  test                      total    setup  traffic    waits teardown    other
+  suites/tun TestB           4.00     0.00     0.00     0.00     0.00     4.00
+  suites/tun TestA           3.00     0.50     0.25     1.00     0.20     1.05
+    TestA/y                  1.50     0.00     0.25     1.00     0.00     0.25
+  suites/tun (all tests)     7.00     0.50     0.25     1.00     0.20     5.05
+  suites/tun (share)         100%       7%       4%      14%       3%      72%
+`
+	assert.Check(t, is.Equal(b.String(), want))
+}
+
+// TestWriteProfileRecorded: the recorded run's tests in the table, each
+// top-level test's lines its own and its subtests', the suites' totals.
+func TestWriteProfileRecorded(t *testing.T) {
+	runs, err := ReadEvents(withProfiles(t))
+	assert.NilError(t, err)
+	for _, p := range runs[1].Profiles() {
+		n := 0
+		for _, q := range runs[1].Profiles() {
+			if q.Package == p.Package && (q.Name == p.Name || strings.HasPrefix(q.Name, p.Name+"/")) {
+				n++
+			}
+		}
+		assert.Check(t, is.Equal(p.Lines, n), "%s: one line per test in its tree", p.Name)
+		assert.Check(t, is.Equal(p.Setup, time.Duration(n)*10*time.Millisecond), p.Name)
+	}
+	var b bytes.Buffer
+	WriteProfile(&b, runs[1:], 0)
+	out := b.String()
+	for _, want := range []string{"suites/devmap TestOrdering", "suites/tun TestClassify", "suites/tun (all tests)",
+		"suites/devmap (share)", "all suites (share)"} {
+		assert.Check(t, strings.Contains(out, want), "no %q in\n%s", want, out)
+	}
+	assert.Check(t, !strings.Contains(out, "TestOrdering/"), "no subtests asked for")
+	t.Log("\n" + out)
+}
