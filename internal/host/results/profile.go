@@ -71,7 +71,10 @@ func (r *Run) Profiles() []TestProfile {
 // by its subtests longest first down to the subtests-th, then the suite's
 // total and each kind's share of it; then all suites'. Times in seconds.
 func WriteProfile(w io.Writer, runs []*Run, subtests int) {
-	for _, r := range runs {
+	for i, r := range runs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
 		var rows []profileRow
 		all := r.Profiles()
 		top := slices.DeleteFunc(slices.Clone(all), func(p TestProfile) bool { return strings.Contains(p.Name, "/") })
@@ -132,6 +135,9 @@ func WriteProfile(w io.Writer, runs []*Run, subtests int) {
 				}
 			}
 			fmt.Fprintln(w)
+		}
+		if total.Lines == 0 {
+			fmt.Fprintln(w, "  no test printed a profile line (binaries from before internal/guest/profile?): all is other")
 		}
 	}
 }

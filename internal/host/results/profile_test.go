@@ -95,5 +95,9 @@ func TestWriteProfileRecorded(t *testing.T) {
 		assert.Check(t, strings.Contains(out, want), "no %q in\n%s", want, out)
 	}
 	assert.Check(t, !strings.Contains(out, "TestOrdering/"), "no subtests asked for")
+	assert.Check(t, !strings.Contains(out, "no test printed a profile line"))
+	b.Reset()
+	WriteProfile(&b, recorded(t, expect510, expect73), 0)
+	assert.Check(t, is.Contains(b.String(), "no test printed a profile line"), "the stream as recorded has none")
 	t.Log("\n" + out)
 }
