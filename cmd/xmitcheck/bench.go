@@ -13,16 +13,26 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
-// cmdBench measures boot-to-first-test: qemu start to the first test
-// binary's start, over several boots, per backend.
-func cmdBench(args []string) error {
-	if len(args) == 0 || args[0] != "boot" {
-		about := "Measure boot-to-first-test (xmitcheck bench boot -h)."
-		if err := usageOnly("bench", "boot [flags]", about, args); err != nil {
-			return err
-		}
-		return usagef("bench: the only benchmark is `bench boot`")
+// cmdBench measures: boot-to-first-test (bench boot), or where the tests'
+// time goes (bench profile).
+func cmdBench(args []string) (int, error) {
+	if len(args) > 0 && args[0] == "profile" {
+		return benchProfile(args[1:])
 	}
+	if len(args) == 0 || args[0] != "boot" {
+		about := "Measure boot-to-first-test (xmitcheck bench boot -h), or where each test's time goes\n" +
+			"(xmitcheck bench profile -h)."
+		if err := usageOnly("bench", "boot|profile [flags]", about, args); err != nil {
+			return 0, err
+		}
+		return 0, usagef("bench: the benchmarks are `bench boot` and `bench profile`")
+	}
+	return exitOK, benchBoot(args[1:])
+}
+
+// benchBoot measures boot-to-first-test: qemu start to the first test
+// binary's start, over several boots, per backend.
+func benchBoot(args []string) error {
 	fs := newFlags("bench boot", "[flags]",
 		"Measure boot-to-first-test, qemu start to the first test binary's start,\n"+
 			"over -n boots per kernel and backend.")
@@ -30,7 +40,7 @@ func cmdBench(args []string) error {
 	v.register(fs)
 	n := fs.Int("n", 5, "boots per kernel and backend")
 	both := fs.Bool("all-backends", false, "measure native and vng side by side")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := v.check(); err != nil {
@@ -98,4 +108,57 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// benchProfile runs the suites, or reads the events a run recorded, and
+// prints where each test's time went: setup, traffic, waits, teardown and
+// the rest (the guest's profile lines, internal/guest/profile).
+func benchProfile(args []string) (int, error) {
+	fs := newFlags("bench profile", "[flags] [PKG...]",
+		"Run the suites (default ./suites/...) on each --kernel as run does, then print per suite and\n"+
+			"test the seconds spent in setup, traffic, waits, teardown and other, the longest first.\n"+
+			"With --from, read the events of an earlier `xmitcheck run --events FILE` instead.")
+	var s suiteRun
+	s.register(fs)
+	from := fs.String("from", "", "read this events file (xmitcheck run --events) instead of running")
+	subtests := fs.Int("subtests", 0, "also show this many of each test's longest subtests")
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if *from != "" {
+		f, err := os.Open(*from)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		runs, err := results.ReadEvents(f)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", *from, err)
+		}
+		results.WriteProfile(os.Stdout, runs, *subtests)
+		return exitOK, nil
+	}
+	if err := s.v.check(); err != nil {
+		return 0, err
+	}
+	if err := s.checkOutputs(); err != nil {
+		return 0, err
+	}
+	s.parseArgs(fs)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ks, err := s.v.resolve(ctx)
+	if err != nil {
+		return 0, err
+	}
+	runs, err := s.exec(ctx, ks)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Println()
+	results.WriteProfile(os.Stdout, runs, *subtests)
+	if ctx.Err() != nil {
+		return exitInfra, ctx.Err()
+	}
+	return runExit(runs), nil
 }

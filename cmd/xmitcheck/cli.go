@@ -27,6 +27,8 @@ Commands:
   suites build -o DIR [PKG...]
                             compile the suites' test binaries into DIR, nothing booted
   bench boot [flags]        measure boot-to-first-test per backend
+  bench profile [flags] [PKG...]
+                            per test, the seconds in setup, traffic, waits and teardown
   version                   print xmitcheck's version and the revision it was built from
 
 Kernels: debian:5.10 debian:6.1 debian:6.12 debian:7.2 debian:7.3 host, build:NAME, or a path to a
@@ -54,7 +56,7 @@ func run(args []string) int {
 	case "kernels":
 		err = cmdKernels(rest)
 	case "bench":
-		err = cmdBench(rest)
+		code, err = cmdBench(rest)
 	case "bisect":
 		return cmdBisect(rest)
 	case "compare":
