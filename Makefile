@@ -7,7 +7,7 @@ GO      ?= go
 KERNEL  ?= debian:7.3
 export CGO_ENABLED := 0
 
-.PHONY: all build deps run test test-kernels unit check bench discriminate matrix report bisect-demo clean
+.PHONY: all build deps run test test-kernels unit check bench profile discriminate matrix report bisect-demo clean
 
 all: build
 
@@ -106,11 +106,20 @@ report: build
 bisect-demo: build
 	./scripts/bisect-demo.sh
 
-# Build, boot and suite times, written into docs/speed.md (scripts/bench.sh;
-# BENCH_TREE=DIR adds a kernel build of DIR).
+# Build, boot and suite times, and where the suites' time goes, written
+# into docs/speed.md (scripts/bench.sh; BENCH_TREE=DIR adds a kernel build
+# of DIR).
 bench: DEPS = vm vng
 bench: deps build
 	KERNEL=$(KERNEL) ./scripts/bench.sh
+
+# Where each test's time goes on $(KERNEL): seconds in setup, traffic,
+# waits, teardown and other, per suite and test, the longest first
+# (xmitcheck bench profile; make bench writes the table into docs/speed.md).
+PROFILE_PKGS ?= ./suites/...
+profile: DEPS = vm
+profile: deps build
+	./xmitcheck bench profile --kernel $(KERNEL) -subtests 2 $(PROFILE_PKGS)
 
 clean:
 	rm -rf xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log $(MATRIX_OUT)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes docs/speed.md from measurements, never by hand: boot-to-first-test
-# on each backend (xmitcheck bench boot) and every suite on one kernel
-# (xmitcheck run), with the date, the machine and its load. With
+# on each backend (xmitcheck bench boot), every suite on one kernel
+# (xmitcheck run) and where its tests' time went (xmitcheck bench profile
+# over that run's events), with the date, the machine and its load. With
 # BENCH_TREE=DIR it also times a first `xmitcheck kernels build --tree DIR`,
 # in an empty cache, and a one-file rebuild.
 #   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
@@ -38,11 +39,22 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 	echo
 	echo '```'
 	rc=0
-	"$x" run --kernel "$kernel" ./suites/... >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+	"$x" run --kernel "$kernel" --events "$tmp/run.events" ./suites/... >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
 	grep -E '^xmitcheck: .*: suites/[a-z]+ .*\(exit [0-9]+\) at ' "$tmp/run.err" | sed 's/^xmitcheck: //' || true
 	grep -E '^[^ ].*: [0-9]+ passed, ' "$tmp/run.out" || true
 	echo '```'
 	[ "$rc" = 0 ] || echo "The run exited $rc: its figures are not a healthy kernel's."
+	echo
+	echo "## Where the suites' time goes"
+	echo
+	echo "\`$x bench profile --from EVENTS\` over that run's events (\`run --events\`): per suite and"
+	echo "test, the longest first, the seconds the shared helpers spent in setup (namespaces, links, taps, BPF"
+	echo "objects), traffic, waits (bounded polls), teardown (the cleanups), and other (the rest);"
+	echo "a test's row holds its subtests' (internal/guest/profile)."
+	echo
+	echo '```'
+	"$x" bench profile --from "$tmp/run.events" || echo "bench profile failed"
+	echo '```'
 	if [ -n "${BENCH_TREE:-}" ]; then
 		# A first build is measured in a cache of its own (no ccache
 		# objects, no work tree), then a one-file rebuild: the same tree
