@@ -85,7 +85,7 @@ type Span struct {
 func Start(tb testing.TB, k Kind) Span {
 	t := of(tb)
 	// A parent's tb used inside a running subtest: the subtest spends it.
-	if in := innermost.Load(); in != nil && in != t && strings.HasPrefix(in.name, t.name+"/") {
+	if in := innermost.Load(); t != nil && in != nil && in != t && strings.HasPrefix(in.name, t.name+"/") {
 		t = in
 	}
 	return t.start(k)
@@ -151,7 +151,8 @@ func (t *test) move(k Kind, delta int) bool {
 }
 
 // of is tb's profile, begun on the first call: its cleanup, registered
-// first and so run last, prints the profile.
+// first and so run last, prints the profile. A test whose cleanups have
+// begun gets none (nil): its teardown, or a goroutine it left behind.
 func of(tb testing.TB) *test {
 	name := tb.Name()
 	if t, ok := byName.Load(name); ok {
@@ -161,6 +162,9 @@ func of(tb testing.TB) *test {
 	defer mu.Unlock()
 	if t, ok := byName.Load(name); ok {
 		return t.(*test)
+	}
+	if tb.Context().Err() != nil {
+		return nil
 	}
 	t := &test{name: name}
 	byName.Store(name, t)

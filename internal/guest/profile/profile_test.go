@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
@@ -118,6 +119,16 @@ func TestTeardown(t *testing.T) {
 	p := got[t.Name()+"/teardown"]
 	assert.Check(t, p.Teardown >= 30*time.Millisecond, "%+v", p)
 	assert.Check(t, p.Setup < 30*time.Millisecond, "%+v: a cleanup's call counted as setup", p)
+}
+
+// TestEnded: a call for a test whose cleanups began, first seen there,
+// begins no profile and counts nowhere.
+func TestEnded(t *testing.T) {
+	got := collect(t, "ended", func(t *testing.T) {
+		t.Cleanup(func() { spend(t, Setup, time.Millisecond) })
+	})
+	assert.Check(t, is.Len(got, 0))
+	assert.Check(t, innermost.Load() == nil)
 }
 
 func TestNoTest(t *testing.T) {
