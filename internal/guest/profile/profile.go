@@ -27,9 +27,9 @@ import (
 type Kind int32
 
 const (
-	Setup Kind = iota
-	Traffic
-	Waits
+	Setup   Kind = iota // namespaces, links, qdiscs, taps, sockets, BPF objects
+	Traffic             // frames sent and read
+	Waits               // bounded waits for the kernel to reach or keep a state
 	kinds
 )
 
@@ -75,9 +75,8 @@ func now() int64 { return int64(time.Since(epoch)) }
 
 // Span is one helper call being timed; End ends it.
 type Span struct {
-	t     *test
-	kind  Kind
-	start int64
+	t    *test // nil: a call that counts nowhere
+	kind Kind
 }
 
 // Start times a call that tb's test (or the innermost running test under
@@ -102,8 +101,9 @@ func Running(k Kind) Span {
 }
 
 func (t *test) start(k Kind) Span {
+	// No test, or its teardown, which counts whole, its calls included.
 	if t == nil || t.teardown.Load() != 0 || !t.move(k, 1) {
-		return Span{} // the teardown counts whole, its calls included
+		return Span{}
 	}
 	return Span{t: t, kind: k}
 }
