@@ -2,6 +2,8 @@ package results
 
 import (
 	"bytes"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 )
 
 const tun = "github.com/xmitcheck/xmitcheck/suites/tun"
@@ -100,4 +103,52 @@ func TestWriteProfileRecorded(t *testing.T) {
 	WriteProfile(&b, recorded(t, expect510, expect73), 0)
 	assert.Check(t, is.Contains(b.String(), "no test printed a profile line"), "the stream as recorded has none")
 	t.Log("\n" + out)
+}
+
+// TestProfileRecorded reads a recorded tun run whose tests printed their
+// profile lines: each test's parts fit in its time (test2json's elapsed
+// is rounded to 10 ms), the table holds what the lines say, and no writer
+// shows a line.
+func TestProfileRecorded(t *testing.T) {
+	f, err := os.Open("testdata/tun-profile.events")
+	assert.NilError(t, err)
+	defer f.Close()
+	runs, err := ReadEvents(f)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(runs, 1))
+	r := runs[0]
+	for _, p := range r.Profiles() {
+		if !strings.Contains(p.Name, "/") {
+			assert.Check(t, p.Lines > 0, "%s printed no profile line", p.Name)
+		}
+		assert.Check(t, p.Sum() <= p.Total+10*time.Millisecond, "%s: %+v over its %v", p.Name, p.Profile, p.Total)
+	}
+	var b bytes.Buffer
+	WriteProfile(&b, runs, 0)
+	var rows []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(l); len(f) == 8 && f[0] == "suites/tun" && strings.HasPrefix(f[1], "Test") {
+			rows = append(rows, strings.Join(f[1:], " "))
+		}
+	}
+	assert.Check(t, is.DeepEqual(rows, []string{
+		"TestRace 13.51 2.68 8.21 0.54 0.99 1.10",
+		"TestTailDrop 5.10 3.59 0.32 0.03 0.11 1.06",
+		"TestClassify 1.58 0.09 0.41 0.86 0.14 0.08",
+		"TestProbe 0.07 0.02 0.00 0.00 0.03 0.02",
+	}), b.String())
+
+	r.Finish(nil)
+	e, err := expect.Parse(expect73)
+	assert.NilError(t, err)
+	r.Judge(e, "test")
+	assert.Check(t, !r.Failed() && !r.Mismatched(), "%v", r.Counts())
+	for name, write := range map[string]func(io.Writer, []*Run) error{
+		"json": WriteJSON, "ktap": WriteKTAP, "junit": WriteJUnit,
+		"summary": func(w io.Writer, runs []*Run) error { WriteSummary(w, runs); return nil },
+	} {
+		b.Reset()
+		assert.NilError(t, write(&b, runs))
+		assert.Check(t, !strings.Contains(b.String(), `"profile"`), "%s shows a profile line", name)
+	}
 }
