@@ -136,3 +136,11 @@ func TestNoTest(t *testing.T) {
 	assert.Check(t, s.t == nil)
 	s.End()
 }
+
+// BenchmarkSpan is the cost of one marked call: Running, End.
+func BenchmarkSpan(b *testing.B) {
+	Start(b, Setup).End() // b is the innermost running test
+	for b.Loop() {
+		Running(Traffic).End()
+	}
+}
