@@ -33,11 +33,13 @@ func (p TestProfile) Other() time.Duration { return max(0, p.Total-p.Sum()) }
 func (r *Run) Profiles() []TestProfile {
 	var out []TestProfile
 	at := map[string]int{}
+	tests := map[string]*Test{}
 	for _, t := range r.Tests {
 		if t.Name == "" || !t.done {
 			continue
 		}
 		at[key(t.Package, t.Name)] = len(out)
+		tests[key(t.Package, t.Name)] = t
 		out = append(out, TestProfile{Package: t.Package, Name: t.Name, Total: t.Elapsed})
 	}
 	for _, t := range r.Tests {
@@ -51,9 +53,12 @@ func (r *Run) Profiles() []TestProfile {
 		if lines == 0 {
 			continue
 		}
-		// The test and each of its ancestors.
+		// The test and each of its ancestors: a test named like one
+		// ("All" before "All/Hash", both subtests of one test) is one
+		// only when t ran within it.
 		for name := t.Name; ; {
-			if i, ok := at[key(t.Package, name)]; ok {
+			k := key(t.Package, name)
+			if i, ok := at[k]; ok && within(t, tests[k]) {
 				out[i].Profile, out[i].Lines = out[i].Profile.Add(own), out[i].Lines+lines
 			}
 			i := strings.LastIndex(name, "/")
@@ -64,6 +69,11 @@ func (r *Run) Profiles() []TestProfile {
 		}
 	}
 	return out
+}
+
+// within reports whether t ran while p did (t is p included).
+func within(t, p *Test) bool {
+	return !t.Started.Before(p.Started) && !t.Ended.After(p.Ended)
 }
 
 // WriteProfile writes, per kernel, a table of where the tests' time went:

@@ -152,3 +152,30 @@ func TestProfileRecorded(t *testing.T) {
 		assert.Check(t, !strings.Contains(b.String(), `"profile"`), "%s shows a profile line", name)
 	}
 }
+
+// TestProfilesSiblingNamedLikeChild: "TestA/x/z", run after "TestA/x"
+// ended, is its sibling (t.Run("x/z") in TestA): its lines are TestA's,
+// not TestA/x's.
+func TestProfilesSiblingNamedLikeChild(t *testing.T) {
+	r := NewRun("k")
+	at := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	line := "    profile.go:1: " + feature.ProfileLine(feature.Profile{Setup: time.Second}) + "\n"
+	for i, e := range []Event{
+		{Action: "run", Package: tun, Test: "TestA"},
+		{Action: "run", Package: tun, Test: "TestA/x"},
+		{Action: "output", Package: tun, Test: "TestA/x", Output: line},
+		{Action: "pass", Package: tun, Test: "TestA/x", Elapsed: 1},
+		{Action: "run", Package: tun, Test: "TestA/x/z"},
+		{Action: "output", Package: tun, Test: "TestA/x/z", Output: line},
+		{Action: "pass", Package: tun, Test: "TestA/x/z", Elapsed: 1},
+		{Action: "pass", Package: tun, Test: "TestA", Elapsed: 2},
+	} {
+		e.Time = at.Add(time.Duration(i) * time.Millisecond)
+		r.Add(e)
+	}
+	lines := map[string]int{}
+	for _, p := range r.Profiles() {
+		lines[p.Name] = p.Lines
+	}
+	assert.Check(t, is.DeepEqual(lines, map[string]int{"TestA": 2, "TestA/x": 1, "TestA/x/z": 1}))
+}
