@@ -24,7 +24,8 @@ func WriteEvents(w io.Writer, runs []*Run) error {
 }
 
 // ReadEvents reads what WriteEvents wrote: one unjudged Run per kernel, in
-// the order they first appear.
+// the order they first appear. A package that starts again is a try after
+// one the emulator ended, as the run took it (Run.Rerun).
 func ReadEvents(rd io.Reader) ([]*Run, error) {
 	var runs []*Run
 	by := map[string]*Run{}
@@ -40,6 +41,11 @@ func ReadEvents(rd io.Reader) ([]*Run, error) {
 			r = NewRun(e.Kernel)
 			by[e.Kernel] = r
 			runs = append(runs, r)
+		}
+		if e.Action == "start" && e.Test == "" && r.byName[key(e.Package, "")] != nil {
+			// The binary again: the emulator ended its last try, and
+			// the run went on as Rerun says.
+			r.Rerun(e.Package)
 		}
 		r.Add(e)
 	}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"strings"
@@ -178,4 +179,40 @@ func TestProfilesSiblingNamedLikeChild(t *testing.T) {
 		lines[p.Name] = p.Lines
 	}
 	assert.Check(t, is.DeepEqual(lines, map[string]int{"TestA": 2, "TestA/x": 1, "TestA/x/z": 1}))
+}
+
+// TestReadEventsRerun: a package that starts again in the events is the
+// try after one the emulator ended; the replay keeps the last try's
+// profile lines, as the run did, not the sum of both tries'.
+func TestReadEventsRerun(t *testing.T) {
+	var b bytes.Buffer
+	line := "    profile.go:1: " + feature.ProfileLine(feature.Profile{Setup: time.Second}) + "\n"
+	enc := json.NewEncoder(&b)
+	for _, e := range []Event{
+		{Action: "start", Package: tun},
+		{Action: "run", Package: tun, Test: "TestA"},
+		{Action: "output", Package: tun, Test: "TestA", Output: line},
+		{Action: "pass", Package: tun, Test: "TestA", Elapsed: 1.5},
+		{Action: "run", Package: tun, Test: "TestB"},
+		{Action: "start", Package: tun},
+		{Action: "run", Package: tun, Test: "TestA"},
+		{Action: "output", Package: tun, Test: "TestA", Output: line},
+		{Action: "pass", Package: tun, Test: "TestA", Elapsed: 1.2},
+		{Action: "run", Package: tun, Test: "TestB"},
+		{Action: "pass", Package: tun, Test: "TestB", Elapsed: 0.1},
+		{Action: "pass", Package: tun, Elapsed: 2},
+	} {
+		e.Kernel = "k"
+		assert.NilError(t, enc.Encode(e))
+	}
+	runs, err := ReadEvents(&b)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(runs, 1))
+	got := runs[0].Profiles()
+	assert.Assert(t, is.Len(got, 2))
+	assert.Check(t, is.Equal(got[0].Lines, 1))
+	assert.Check(t, is.Equal(got[0].Setup, time.Second))
+	assert.Check(t, is.Equal(got[0].Total, 1200*time.Millisecond))
+	runs[0].Finish(nil)
+	assert.Check(t, is.Equal(runs[0].Counts().Pass, 2), "%v", runs[0].Counts())
 }
