@@ -24,7 +24,6 @@
 //   - cpu_test.go: place, the CPUs of BenchmarkTap's reader and senders
 //   - dropreason_test.go: kfree_skb drops on the tap by reason (FULL_RING, QDISC_BURST_DROP)
 //   - entries_test.go: entryReader, for reads that carry more than a frame
-//   - gen.go: the go:generate line that compiles bpf/wake.c with bpf2go
 //   - gso_test.go: gsoSender, TCP packets over the MTU for TestModes
 //   - ledger_test.go: idleFate, the model of where frames go; the ledger; the fill fixture
 //   - main_test.go: TestMain, leaked file descriptors and stray links fail the binary
@@ -40,5 +39,4 @@
 //   - streams_test.go: checkStreams, every stream in order and held to the ledger
 //   - taildrop_test.go: TestTailDrop, stock tail-drop, and noqueue with the flag
 //   - teardown_test.go: TestTeardown, a stopped tap closed, detached, deleted
-//   - waketrace_test.go: the tracer of bpf/wake.c: wakes of the stopped queue, and those over a full ring
 package tun

@@ -16,6 +16,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
 )
 
 const (
@@ -33,7 +34,7 @@ const (
 // must be accounted for once the senders stop, every stream must arrive in
 // order with its missing frames exactly the ledger's drops, the kernel
 // must log no splat, and with backpressure tun may drop no more frames
-// than wakes came over a full ring (checkRaceDrops); stock tail-drop has
+// than wakes came over a full ring (tunwake.CheckDrops); stock tail-drop has
 // no limit.
 func TestRace(t *testing.T) {
 	observe.Of(t, feature.Seed000Tun)
@@ -49,9 +50,9 @@ func TestRace(t *testing.T) {
 func race(t *testing.T, threads int, flags uint16) {
 	o := tapOpts{ring: 256, limit: 1000, flags: flags}
 	rc := newRacer(t, o, threads)
-	var tr *wakeTracer
+	var tr *tunwake.Tracer
 	if o.backpressure() {
-		tr = traceWakes(t, rc.tapRig)
+		tr = tunwake.Trace(t, int(rc.e.NS), rc.ifindex)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), raceFor)
 	defer cancel()
@@ -73,7 +74,7 @@ func race(t *testing.T, threads int, flags uint16) {
 		threads, float64(l.Sent)/secs, float64(l.Received)/secs, float64(l.DeviceDrops)/secs, float64(l.QdiscDrops)/secs,
 		100*float64(l.DeviceDrops)/float64(l.Sent), l)
 	if tr != nil {
-		checkRaceDrops(t, tr, l.DeviceDrops, l)
+		tunwake.CheckDrops(t, tr, l.DeviceDrops, l)
 	}
 }
 

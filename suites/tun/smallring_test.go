@@ -22,6 +22,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
 )
 
 const (
@@ -53,8 +54,8 @@ var smallRings = []int{1, 2, 4}
 // suspectEvery+stallBound while the reader keeps finding the ring empty
 // and the qdisc holds frames; the race stops at the first. Every frame
 // must be accounted for, each stream arrive in order, and tun drop no more
-// frames than wakes came over a full ring (bpf/wake.c): the one race the
-// seed leaves, where a consumer's wake undoes a newer stop.
+// frames than wakes came over a full ring (internal/guest/tunwake): the
+// one race the seed leaves, where a consumer's wake undoes a newer stop.
 // docs/design/tun-race-small-ring.md has the window and the measurements.
 func TestRaceSmallRing(t *testing.T) {
 	observe.Of(t, feature.Seed000Tun)
@@ -71,7 +72,7 @@ func raceSmallRing(t *testing.T, ring int) {
 	where, err := place(1)
 	assert.NilError(t, err)
 	sr := &smallRacer{filled: fx, burst: fx.burstDrops(t)}
-	tr := traceWakes(t, fx.tapRig)
+	tr := tunwake.Trace(t, int(fx.e.NS), fx.ifindex)
 	sr.sent.Store(fx.res.Handed())
 	sr.p = startPoller(t, fx.dev.File, where.reader)
 
@@ -96,7 +97,7 @@ func raceSmallRing(t *testing.T, ring int) {
 	}
 	assert.Assert(t, l.Balanced(), "%v", l)
 	checkStreams(t, l, sentBy(fx.s), sr.p.r)
-	checkRaceDrops(t, tr, last.Link.TxDropped-fx.st.Link.TxDropped, l)
+	tunwake.CheckDrops(t, tr, last.Link.TxDropped-fx.st.Link.TxDropped, l)
 }
 
 // smallRacer is TestRaceSmallRing's tap with its sender and its reader.

@@ -1,4 +1,4 @@
-package tun
+package tunwake
 
 import (
 	"errors"
@@ -18,38 +18,39 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
-// wakeTracer runs bpf/wake.c on one single-queue tap: it counts the wakes
-// of the stopped queue, and those that came over a full ring.
-type wakeTracer struct {
+// Tracer runs bpf/wake.c on one single-queue tap.
+type Tracer struct {
 	objs wakeObjects
 	link link.Link
 }
 
-// traceWakes attaches bpf/wake.c to rig's tap until the test ends; a
-// tracer that cannot load is an environment fault, one the kernel skipped
-// an instrument fault.
-func traceWakes(tb testing.TB, rig *tapRig) *wakeTracer {
+// Trace attaches bpf/wake.c to the tap ifindex of the namespace ns (a
+// namespace file descriptor) until tb ends; a tracer that cannot load is
+// an environment fault, one the kernel skipped an instrument fault.
+func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 	tb.Helper()
-	tr, err := attachWakes(rig)
+	tr, err := Attach(ns, ifindex)
 	if err != nil {
 		observe.Fault(tb, feature.Environment, "%v", err)
 	}
 	tb.Cleanup(func() { tr.Close() })
-	instrument.WatchMisses(tb, "bpf/wake.c's "+tr.objs.WakeEnter.String(), tr.objs.WakeEnter)
+	instrument.WatchMisses(tb, "tunwake's "+tr.objs.WakeEnter.String(), tr.objs.WakeEnter)
 	return tr
 }
 
-func attachWakes(rig *tapRig) (*wakeTracer, error) {
+// Attach loads and attaches bpf/wake.c for the tap ifindex of the
+// namespace ns (a namespace file descriptor).
+func Attach(ns, ifindex int) (*Tracer, error) {
 	defer profile.Running(profile.Setup).End()
 	mod, err := tunTypes()
 	if err != nil {
 		return nil, err
 	}
-	ino, err := dropmon.NetnsInode(int(rig.e.NS))
+	ino, err := dropmon.NetnsInode(ns)
 	if err != nil {
 		return nil, err
 	}
-	vars := map[string]any{wakeVarIfindex: uint32(rig.ifindex), wakeVarNetns: uint32(ino)}
+	vars := map[string]any{wakeVarIfindex: uint32(ifindex), wakeVarNetns: uint32(ino)}
 	for name, path := range map[string][]string{
 		wakeVarTfilesOff:   {"tun_struct", "tfiles"},
 		wakeVarProducerOff: {"tun_file", "tx_ring", "producer"},
@@ -70,7 +71,7 @@ func attachWakes(rig *tapRig) (*wakeTracer, error) {
 			return nil, fmt.Errorf("set %s of bpf/wake.c: %w", name, err)
 		}
 	}
-	tr := &wakeTracer{}
+	tr := &Tracer{}
 	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
 		return nil, fmt.Errorf("load bpf/wake.c (fentry on netif_tx_wake_queue; needs BTF): %w", err)
 	}
@@ -81,13 +82,13 @@ func attachWakes(rig *tapRig) (*wakeTracer, error) {
 	return tr, nil
 }
 
-// checkRaceDrops checks tun's drops with backpressure during a race
-// against the wakes tr saw: each drop needs a wake that came over a full
-// ring (bpf/wake.c says why). A tracer that could not read the ring lost
-// wakes: an instrument fault.
-func checkRaceDrops(t *testing.T, tr *wakeTracer, drops uint64, l counters.Accounting) {
+// CheckDrops checks tun's drops with backpressure during a race against
+// the wakes tr saw: each drop needs a wake that came over a full ring
+// (bpf/wake.c says why). l is the race's ledger, for the message. A tracer
+// that could not read the ring lost wakes: an instrument fault.
+func CheckDrops(t *testing.T, tr *Tracer, drops uint64, l counters.Accounting) {
 	t.Helper()
-	w, err := tr.counts()
+	w, err := tr.Counts()
 	assert.NilError(t, err)
 	t.Logf("tun drops %d; %v", drops, w)
 	if w.Unread > 0 {
@@ -110,21 +111,13 @@ func tunTypes() (*btf.Spec, error) {
 	return mod, nil
 }
 
-// wakes is the tracer's tally summed over CPUs.
-type wakes struct {
-	All, Full, Unread uint64
-}
-
-func (w wakes) String() string {
-	return fmt.Sprintf("%d wakes of the stopped queue, %d over a full ring, %d unread", w.All, w.Full, w.Unread)
-}
-
-func (tr *wakeTracer) counts() (wakes, error) {
+// Counts reads the tally so far.
+func (tr *Tracer) Counts() (Wakes, error) {
 	var per []wakeCounts
 	if err := tr.objs.Counts.Lookup(uint32(0), &per); err != nil {
-		return wakes{}, fmt.Errorf("read the wake counters: %w", err)
+		return Wakes{}, fmt.Errorf("read the wake counters: %w", err)
 	}
-	var sum wakes
+	var sum Wakes
 	for _, c := range per {
 		sum.All += c.Wakes
 		sum.Full += c.Full
@@ -133,7 +126,8 @@ func (tr *wakeTracer) counts() (wakes, error) {
 	return sum, nil
 }
 
-func (tr *wakeTracer) Close() error {
+// Close detaches and unloads the program.
+func (tr *Tracer) Close() error {
 	var err error
 	if tr.link != nil {
 		err = tr.link.Close()

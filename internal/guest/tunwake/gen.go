@@ -1,4 +1,4 @@
-package tun
+package tunwake
 
 // The program in bpf/wake.c is compiled with cilium/ebpf's bpf2go; the
 // generated wake_bpfel.go and wake_bpfel.o are committed so that building
