@@ -114,6 +114,7 @@ const (
 	ioctlSetVringBase  = 0x4008AF12 // _IOW(VHOST_VIRTIO, 0x12, struct vhost_vring_state)
 	ioctlSetVringKick  = 0x4008AF20 // _IOW(VHOST_VIRTIO, 0x20, struct vhost_vring_file)
 	ioctlSetVringCall  = 0x4008AF21 // _IOW(VHOST_VIRTIO, 0x21, struct vhost_vring_file)
+	ioctlSetBusyloop   = 0x4008AF23 // _IOW(VHOST_VIRTIO, 0x23, struct vhost_vring_state)
 	ioctlNetSetBackend = 0x4008AF30 // _IOW(VHOST_VIRTIO, 0x30, struct vhost_vring_file)
 )
 
