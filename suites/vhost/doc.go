@@ -9,8 +9,9 @@
 // TestBackpressure holds the kernel to tapModel after every batch;
 // TestDetachWhileStopped, TestCloseWhileStopped, TestReattach, TestTwoQueues
 // and TestTeardown show that no txq stays stopped and every frame is freed
-// once; TestStock and TestDelivery hold what any kernel with vhost-net does.
-// Every test ends with an exact ledger (sent = received + tun drops + qdisc
+// once; TestRaceSmallRing races the producer's stop with vhost's batches
+// on the smallest rings; TestStock and TestDelivery hold what any kernel
+// with vhost-net does. Every test ends with an exact ledger (sent = received + tun drops + qdisc
 // drops + still queued, + what the kernel freed uncounted, counted on
 // kfree_skb) and fails on a kernel splat. Probes (IFF_BACKPRESSURE,
 // /dev/vhost-net, fq_codel, drop reasons) decide the skips, each naming its
@@ -28,6 +29,7 @@
 //   - receiver_test.go: receiver, the guest's checks on each frame it gets
 //   - rig_test.go: rig, a namespace with taps, their qdisc, guests and senders
 //   - setup_test.go: setup, the rig's variants (flag, qdisc, queues, ring, virtio features)
+//   - smallring_test.go: TestRaceSmallRing, the stop's second look raced by a busy-polling vhost on rings of 1 to 4
 //   - state_test.go: state, the tap's and qdisc's counters; the ledger
 //   - stock_test.go: TestStock, tail-drop without the flag
 //   - stopped_test.go: stop, a queue stopped with vhost's batch taken; readTap

@@ -138,6 +138,8 @@ func (r *rig) configure(qdisc string) {
 	switch qdisc {
 	case qdiscPfifo:
 		e.Pfifo(tb, l, bigFIFO)
+	case qdiscShort:
+		e.Pfifo(tb, l, shortFIFO)
 	case qdiscMqPfifo:
 		e.MqPfifo(tb, l, len(r.taps), bigFIFO)
 	case qdiscFqCodel:

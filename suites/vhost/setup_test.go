@@ -23,6 +23,9 @@ const (
 	// bigFIFO is the pfifo limit of the backpressure tests: large enough
 	// that the qdisc never drops what they send.
 	bigFIFO = 100000
+	// shortFIFO is the pfifo limit of a race that runs for a time: what it
+	// holds at the end drains in well under a second on a TCG guest.
+	shortFIFO = 1000
 	// wait bounds every wait of the suite on a slow (TCG) guest.
 	wait = 20 * time.Second
 	// holdFor is how long a state must stay unchanged to count as "nothing
@@ -51,9 +54,10 @@ var virtioAll = guest.Config{
 
 // Qdiscs at the root of the tap.
 const (
-	qdiscDefault = ""         // what the kernel gives a tap: pfifo_fast, or mq of pfifo_fast
-	qdiscPfifo   = "pfifo"    // pfifo limit bigFIFO
-	qdiscFqCodel = "fq_codel" // fq_codel with its defaults (limit 10240)
+	qdiscDefault = ""          // what the kernel gives a tap: pfifo_fast, or mq of pfifo_fast
+	qdiscPfifo   = "pfifo"     // pfifo limit bigFIFO
+	qdiscShort   = "pfifo1000" // pfifo limit shortFIFO
+	qdiscFqCodel = "fq_codel"  // fq_codel with its defaults (limit 10240)
 	// qdiscMqPfifo is an mq whose class 1:i+1 has a pfifo limit bigFIFO
 	// for tx queue i, so each queue's backlog can be read on its own.
 	qdiscMqPfifo = "mq_pfifo"

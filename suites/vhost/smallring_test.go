@@ -1,0 +1,359 @@
+package vhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+)
+
+const (
+	// smallRingFor is how long the sender races vhost on each ring.
+	smallRingFor = 3 * time.Second
+	// suspectEvery is the window in which vhost must deliver a frame while
+	// the guest holds posted buffers and the qdisc holds frames; a window
+	// without one is looked at for stallBound more.
+	suspectEvery = 50 * time.Millisecond
+	// stallBound is how long nothing may be delivered after a suspicious
+	// window, the guest holding buffers and the qdisc frames: a stall is
+	// for good, anything else moves within milliseconds.
+	stallBound = time.Second
+	// busyPoll is vhost's RX busy-poll timeout, in microseconds: the worker
+	// polls the empty ring this long before it sleeps, longer than the
+	// 50–300 µs vhost takes a frame on a TCG guest.
+	busyPoll = 200
+)
+
+// smallRings are the rings raced: one vhost batch (up to guest.Batch
+// entries) empties any of them.
+var smallRings = []int{1, 2, 4}
+
+// smallRingPolls are vhost's RX busy-poll timeouts raced, in microseconds:
+// none, as qemu runs vhost by default (the worker sleeps on an empty ring
+// until sk_data_ready), and busyPoll.
+var smallRingPolls = []uint32{0, busyPoll}
+
+// TestRaceSmallRing races seed 000's handshake with vhost-net as the
+// consumer, on the smallest rings. tun_net_xmit() stops the queue when its
+// produce filled the ring, then, after smp_mb__after_atomic(), looks at the
+// ring again and wakes the queue over a free slot. vhost's handle_rx() takes
+// the ring's entries in vhost_net_buf_produce(): under the consumer lock,
+// __ptr_ring_consume_batched() moves up to guest.Batch of them into vhost's
+// own batch, then tun_wake_queue(file, n) → __tun_wake_queue(tun, tfile, n)
+// issues smp_mb() and, only if the queue is stopped, adds n to cons_cnt and
+// wakes at ring/2 or an empty ring (in 7.3 this is the wake's only vhost
+// path; tun_msg_ctl carries vhost's TX batches into tun_sendmsg()). The
+// window raced is the producer's, between its "full" check
+// (__ptr_ring_check_produce() == -ENOSPC) and netif_tx_stop_queue(): a batch
+// taken there empties the ring in one step, whatever its size here, and
+// sees the queue running, so it wakes nothing. Without the second look the
+// producer then stops the queue over an empty ring; its sk_data_ready()
+// wakes vhost, which finds nothing, and nothing else produces or wakes: a
+// stall for good, which tun has no watchdog to undo.
+//
+// To be in the window vhost must be taking entries while the producer
+// runs, not woken by the sk_data_ready() that comes after the stop: it is,
+// while its handle_rx() loop finds entries and buffers, and RX busy polling
+// (busyPoll) keeps the worker polling the empty ring as well; each ring is
+// raced with and without. The guest reposts every buffer in a tight loop
+// on a CPU of its own, so that vhost never waits for one; one AF_PACKET
+// sender runs on another CPU; the vhost worker runs where the scheduler
+// puts it. A stall is nothing delivered (tun counts tx_packets in the
+// recvmsg vhost calls) for suspectEvery+stallBound while the guest kept
+// buffers posted and got nothing, and the qdisc holds frames; the race
+// stops at the first. One that came too late for that shows as nothing
+// delivered for stallBound while the qdisc drains. A read(2) of the tap
+// then tells whether the ring was empty. Every frame must be accounted
+// for, each stream arrive in order, and tun drop no more frames than wakes
+// came over a full ring (internal/guest/tunwake).
+// docs/design/tun-race-small-ring.md has the measurements.
+func TestRaceSmallRing(t *testing.T) {
+	observe.Of(t, feature.Seed000Vhost)
+	for _, ring := range smallRings {
+		for _, poll := range smallRingPolls {
+			t.Run(fmt.Sprintf("ring=%d/poll=%dus", ring, poll), func(t *testing.T) { raceSmallRing(t, ring, poll) })
+		}
+	}
+}
+
+func raceSmallRing(t *testing.T, ring int, poll uint32) {
+	// A P for the sender, the guest and this goroutine, which watches.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4)))
+	r := newRig(t, setup{backpressure: true, qdisc: qdiscShort, ring: ring})
+	assert.NilError(t, r.guests[0].SetBusyPoll(poll))
+	sendCPU, guestCPU, err := smallRingCPUs()
+	assert.NilError(t, err)
+	sr := &smallRacer{rig: r, burst: r.watchBurstDrops(), s: r.sender(0)}
+	tr := tunwake.Trace(t, int(r.e.NS), r.link.Attrs().Index)
+	sr.c = startConsumer(t, r, guestCPU)
+
+	ctx, cancel := context.WithTimeout(t.Context(), smallRingFor)
+	defer cancel()
+	start := time.Now()
+	sendErr := sr.startSender(ctx, sendCPU)
+	st, suspects := sr.watch(t, ctx, start)
+	cancel()
+	raced := time.Since(start)
+	assert.NilError(t, <-sendErr)
+
+	if st == nil {
+		st = sr.drain(t)
+	}
+	var empty string
+	if st != nil {
+		empty = sr.probeRing(t)
+	}
+	l, last := sr.settle(t, st != nil)
+	secs := raced.Seconds()
+	t.Logf("ring=%d, poll=%dus: %.0f sent/s, %.0f received/s, %d idle polls; "+
+		"%d windows of %v without delivery that moved again; %v",
+		ring, poll, float64(l.Sent)/secs, float64(l.Received)/secs, last.idle, suspects, suspectEvery, l)
+	// The stall last: the judge quotes a failed test's last line.
+	tunwake.CheckDrops(t, tr, last.Link.TxDropped, l)
+	assert.Check(t, l.Balanced(), "%v", l)
+	if st != nil {
+		t.Errorf("stall (ring=%d, poll=%dus): nothing delivered for %v with the guest holding buffers (%d idle polls), %s, "+
+			"the qdisc holding %d, from %v into the race, seen at %v%s; %v; %v",
+			ring, poll, st.seen.Sub(st.since).Round(time.Millisecond), st.obs.idle-st.from.idle, empty, st.obs.Qdisc.Qlen,
+			st.since.Sub(start).Round(time.Millisecond), st.seen.Sub(start).Round(time.Millisecond), st.when, st.obs.state, l)
+	}
+}
+
+// smallRingCPUs puts the sender on the first CPU the process may use and
+// the guest on the last; with one CPU both go anywhere.
+func smallRingCPUs() (send, poll int, err error) {
+	all, err := cpus.Allowed()
+	if err != nil || len(all) < 2 {
+		return -1, -1, err
+	}
+	return all[0], all[len(all)-1], nil
+}
+
+// smallRacer is TestRaceSmallRing's rig with its sender and its guest.
+type smallRacer struct {
+	*rig
+	s      *traffic.Sender
+	c      *consumer
+	burst  func() uint64
+	sent   atomic.Uint64
+	probed uint64 // frames the ring probe read from the tap
+}
+
+// startSender sends batches until ctx ends, on cpu; the channel gets its
+// error when it stops.
+func (sr *smallRacer) startSender(ctx context.Context, cpu int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		// Returns with the thread locked: the runtime ends it.
+		if err := cpus.Pin(cpu); err != nil {
+			done <- err
+			return
+		}
+		for ctx.Err() == nil {
+			res, err := sr.s.Send(traffic.Batch)
+			sr.sent.Add(res.Handed())
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done
+}
+
+// look is one look at the tap: its counters, the QDISC_BURST_DROP frames,
+// and the guest's frames and idle polls.
+type look struct {
+	state
+	burst, got, idle uint64
+}
+
+func (sr *smallRacer) look() (look, error) {
+	s, err := sr.state()
+	return look{state: s, burst: sr.burst(), got: sr.c.got.Load() + sr.probed, idle: sr.c.idle.Load()}, err
+}
+
+// ledger is the ledger of a look, every frame either delivered, dropped or
+// in the qdisc.
+func (sr *smallRacer) ledger(l look) counters.Accounting {
+	return dropmon.BookBurst(account(sr.sent.Load(), l.got, l.state), l.burst)
+}
+
+// stall is a queue seen stalled: nothing delivered since since (the last
+// window that delivered), seen at seen; from is the look that raised the
+// suspicion, obs the last one.
+type stall struct {
+	since, seen time.Time
+	from, obs   look
+	when        string // while draining: after the race
+}
+
+// watch looks at delivery every suspectEvery until ctx ends. A window in
+// which nothing was delivered, while the guest polled with buffers posted
+// and the qdisc held frames, must deliver again within stallBound, or it
+// is a stall if the guest kept polling meanwhile and the qdisc still holds
+// frames: watch returns it at once. suspects counts the windows that moved
+// again and those in which the guest did not poll (starved of CPU).
+func (sr *smallRacer) watch(t *testing.T, ctx context.Context, start time.Time) (st *stall, suspects int) {
+	tick := time.NewTicker(suspectEvery)
+	defer tick.Stop()
+	last, err := sr.look()
+	assert.NilError(t, err)
+	since := start
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, suspects
+		case <-tick.C:
+		}
+		now, err := sr.look()
+		assert.NilError(t, err)
+		if now.Link.TxPackets != last.Link.TxPackets || now.Qdisc.Qlen == 0 || now.idle == last.idle {
+			last, since = now, time.Now()
+			continue
+		}
+		delivered := func(l look) bool { return l.Link.TxPackets > now.Link.TxPackets }
+		got, err := counters.WaitFor(context.Background(), stallBound, sr.look, delivered)
+		if err != nil && got.Qdisc.Qlen > 0 && got.idle > now.idle {
+			return &stall{since: since, seen: time.Now(), from: now, obs: got}, suspects
+		}
+		if err != nil {
+			t.Logf("not a stall: %v (the guest polled %d times)", err, got.idle-now.idle)
+		}
+		suspects++
+		last, since = got, time.Now()
+	}
+}
+
+// drain waits, after the race, until the qdisc is empty, as long as each
+// stallBound delivers something. A queue that delivers nothing for
+// stallBound while the guest polls and the qdisc holds frames stalled too
+// late in the race for watch to tell, or after it (the qdisc's runs still
+// race vhost), and drain returns it.
+func (sr *smallRacer) drain(t *testing.T) *stall {
+	cur, err := sr.look()
+	assert.NilError(t, err)
+	since := time.Now()
+	for cur.Qdisc.Qlen > 0 {
+		moved := func(l look) bool { return l.Qdisc.Qlen == 0 || l.Link.TxPackets > cur.Link.TxPackets }
+		got, err := counters.WaitFor(context.Background(), stallBound, sr.look, moved)
+		if err != nil && got.Qdisc.Qlen > 0 && got.idle > cur.idle {
+			return &stall{since: since, seen: time.Now(), from: cur, obs: got, when: " while the qdisc drained"}
+		}
+		assert.NilError(t, err, "the qdisc draining after the race (the guest polled %d times)", got.idle-cur.idle)
+		cur, since = got, time.Now()
+	}
+	return nil
+}
+
+// probeRing reads the tap once, non-blocking, through tun's read(2) path:
+// EAGAIN says the stalled queue's ring is empty. A frame read is counted
+// as delivered; it would mean vhost left frames in the ring.
+func (sr *smallRacer) probeRing(t *testing.T) string {
+	rc, err := sr.taps[0].SyscallConn()
+	assert.NilError(t, err)
+	buf := make([]byte, 65536)
+	var rerr error
+	assert.NilError(t, rc.Control(func(fd uintptr) { _, rerr = unix.Read(int(fd), buf) }))
+	switch {
+	case errors.Is(rerr, unix.EAGAIN):
+		return "the ring empty (a read of the tap got EAGAIN)"
+	case rerr != nil:
+		t.Fatalf("read the tap: %v", rerr)
+	}
+	sr.probed++
+	return "the ring holding a frame vhost did not take (a read of the tap got it)"
+}
+
+// settle waits until every frame sent is accounted for, the qdisc empty
+// unless the queue stalled (then its backlog is the frames still queued),
+// stops the guest and returns the ledger and the last look.
+func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, look) {
+	last, werr := counters.WaitFor(context.Background(), wait, sr.look, func(l look) bool {
+		return (stalled || l.Qdisc.Qlen == 0) && sr.ledger(l).Balanced()
+	})
+	assert.NilError(t, sr.c.close())
+	last.got = sr.c.rv.got + sr.probed
+	l := sr.ledger(last)
+	assert.NilError(t, werr, "every frame accounted after the sender stopped; %v", l)
+	return l, last
+}
+
+// consumer is the guest: on a CPU of its own it reposts every free RX
+// buffer and collects what vhost used, in a loop that never sleeps, so
+// that vhost always has buffers; the receiver checks each frame and the
+// order of each stream. Ring and receiver are its own until close.
+type consumer struct {
+	g    *guest.Net
+	rv   *receiver
+	got  atomic.Uint64 // frames received
+	idle atomic.Uint64 // polls that got nothing while vhost held posted buffers
+	stop atomic.Bool
+	done chan error
+	once sync.Once
+	err  error
+}
+
+func startConsumer(t *testing.T, r *rig, cpu int) *consumer {
+	c := &consumer{g: r.guests[0], rv: r.receiver(false), done: make(chan error, 1)}
+	t.Cleanup(func() { c.close() })
+	go func() {
+		// Returns with the thread locked: the runtime ends it.
+		if err := cpus.Pin(cpu); err != nil {
+			c.done <- err
+			return
+		}
+		c.done <- c.loop()
+	}()
+	return c
+}
+
+func (c *consumer) loop() error {
+	for !c.stop.Load() {
+		if free := c.g.RX.Free(); free > 0 {
+			if _, err := c.g.Post(free); err != nil {
+				return err
+			}
+		}
+		n, err := c.g.Receive(c.rv.check)
+		if err != nil {
+			return err
+		}
+		if c.rv.first != nil {
+			return c.rv.first
+		}
+		if n > 0 {
+			c.got.Add(uint64(n))
+		} else if c.g.RX.Posted() > 0 {
+			c.idle.Add(1)
+		}
+	}
+	return nil
+}
+
+// close stops the guest and returns its error; later calls return the
+// same.
+func (c *consumer) close() error {
+	c.once.Do(func() {
+		c.stop.Store(true)
+		c.err = <-c.done
+	})
+	return c.err
+}
