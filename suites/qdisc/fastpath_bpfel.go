@@ -44,9 +44,10 @@ type fastpathCounts struct {
 		Declined   uint64
 		Contested  uint64
 	}
-	Raises uint64
-	Unread uint64
-	Deep   uint64
+	Raises   uint64
+	Unread   uint64
+	Deep     uint64
+	Vanished uint64
 }
 
 // Names of all BPF objects in the ELF.

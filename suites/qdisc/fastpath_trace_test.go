@@ -103,9 +103,12 @@ type fastPathCounts struct {
 	// the wake-ups of the stopped queue.
 	Locked, Wake callClass
 	// Raises counts every NET_TX raise; Unread the frames at the list's
-	// head the tracer could not identify, Deep its walks of the list cut
-	// short: both leave calls undecided, and the test wants none.
-	Raises, Unread, Deep uint64
+	// head the tracer could not identify in a lock holder's call, Deep its
+	// walks of the list cut short: both leave calls undecided, and the
+	// test wants none. Vanished are such frames in wake-ups, which hold no
+	// lock: the frame left the list under the read, and the call, like an
+	// emptied one, says nothing.
+	Raises, Unread, Deep, Vanished uint64
 }
 
 // counts sums the programs' counters over all CPUs.
@@ -121,6 +124,7 @@ func (tr *fastPathTracer) counts() (fastPathCounts, error) {
 		sum.Raises += c.Raises
 		sum.Unread += c.Unread
 		sum.Deep += c.Deep
+		sum.Vanished += c.Vanished
 	}
 	return sum, nil
 }
@@ -141,6 +145,6 @@ func (c fastPathCounts) declined() uint64 { return c.Locked.Declined + c.Wake.De
 func (c fastPathCounts) decided() uint64 { return c.over() + c.declined() }
 
 func (c fastPathCounts) String() string {
-	return fmt.Sprintf("qdisc lock holder: %v; wake-ups: %v; NET_TX raises %d; frames unread %d, list walks cut %d",
-		c.Locked, c.Wake, c.Raises, c.Unread, c.Deep)
+	return fmt.Sprintf("qdisc lock holder: %v; wake-ups: %v; NET_TX raises %d; frames unread %d, list walks cut %d, "+
+		"frames gone under a wake-up's read %d", c.Locked, c.Wake, c.Raises, c.Unread, c.Deep, c.Vanished)
 }

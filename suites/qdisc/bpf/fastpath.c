@@ -93,8 +93,9 @@ struct counts {
 	struct class locked; // __netif_schedule() called directly: the qdisc lock holder
 	struct class wake;   // netif_tx_wake_queue() of a stopped queue
 	__u64 raises;        // every NET_TX_SOFTIRQ raise, whatever raised it
-	__u64 unread;        // frames at the head at entry whose stream and sequence could not be read
+	__u64 unread;        // lock holder's calls: frames at the head at entry that could not be read
 	__u64 deep;          // walks of defer_list cut at WALK_MAX nodes
+	__u64 vanished;      // wake-ups: frames at the head at entry that could not be read
 };
 
 // call is the call in progress on a CPU.
@@ -184,7 +185,14 @@ static __always_inline void note(struct call *c, struct Qdisc *q, struct counts 
 
 	c->candidate = head && !sched_set(q);
 	if (c->candidate && frame_id(head, c->frame)) {
-		n->unread++;
+		// A wake-up holds no lock: the frame can leave the list and be
+		// freed under the read, and the call then says nothing, as an
+		// emptied one. The lock holder's list cannot empty under it, so
+		// there an unread frame is the tracer's loss.
+		if (c->wake)
+			n->vanished++;
+		else
+			n->unread++;
 		c->candidate = 0;
 	}
 }
