@@ -34,7 +34,7 @@ func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 		observe.Fault(tb, feature.Environment, "%v", err)
 	}
 	tb.Cleanup(func() { tr.Close() })
-	instrument.WatchMisses(tb, "tunwake's "+tr.objs.WakeEnter.String(), tr.objs.WakeEnter)
+	instrument.WatchMisses(tb, "tunwake's "+tr.objs.WakeExit.String(), tr.objs.WakeExit)
 	return tr
 }
 
@@ -73,11 +73,11 @@ func Attach(ns, ifindex int) (*Tracer, error) {
 	}
 	tr := &Tracer{}
 	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
-		return nil, fmt.Errorf("load bpf/wake.c (fentry on netif_tx_wake_queue; needs BTF): %w", err)
+		return nil, fmt.Errorf("load bpf/wake.c (fexit on netif_tx_wake_queue; needs BTF): %w", err)
 	}
-	if tr.link, err = link.AttachTracing(link.TracingOptions{Program: tr.objs.WakeEnter}); err != nil {
+	if tr.link, err = link.AttachTracing(link.TracingOptions{Program: tr.objs.WakeExit}); err != nil {
 		tr.Close()
-		return nil, fmt.Errorf("attach %v: %w", tr.objs.WakeEnter, err)
+		return nil, fmt.Errorf("attach %v: %w", tr.objs.WakeExit, err)
 	}
 	return tr, nil
 }

@@ -25,7 +25,7 @@ type wakeCounts struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	wakeMapCounts      = "counts"
-	wakeProgWakeEnter  = "wake_enter"
+	wakeProgWakeExit   = "wake_exit"
 	wakeVarIfindex     = "ifindex"
 	wakeVarNetns       = "netns"
 	wakeVarProducerOff = "producer_off"
@@ -75,7 +75,7 @@ type wakeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type wakeProgramSpecs struct {
-	WakeEnter *ebpf.ProgramSpec `ebpf:"wake_enter"`
+	WakeExit *ebpf.ProgramSpec `ebpf:"wake_exit"`
 }
 
 // wakeMapSpecs contains maps before they are loaded into the kernel.
@@ -140,12 +140,12 @@ type wakeVariables struct {
 //
 // It can be passed to loadWakeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type wakePrograms struct {
-	WakeEnter *ebpf.Program `ebpf:"wake_enter"`
+	WakeExit *ebpf.Program `ebpf:"wake_exit"`
 }
 
 func (p *wakePrograms) Close() error {
 	return _WakeClose(
-		p.WakeEnter,
+		p.WakeExit,
 	)
 }
 
