@@ -155,42 +155,18 @@ type stall struct {
 	from, obs   look
 }
 
-// watch looks at delivery (tun counts tx_packets in read()) every
-// suspectEvery until ctx ends. A window in which nothing was delivered,
-// while the reader kept finding the ring empty and the qdisc held frames,
-// must deliver again within stallBound, or it is a stall if the reader
-// kept finding the ring empty meanwhile and the qdisc still holds frames:
-// watch returns it at once. suspects counts the windows that moved again
-// and those in which the reader did not run (starved of CPU).
-func (sr *smallRacer) watch(t *testing.T, ctx context.Context, start time.Time) (st *stall, suspects int) {
-	tick := time.NewTicker(suspectEvery)
-	defer tick.Stop()
-	last, err := sr.look()
-	assert.NilError(t, err)
-	since := start
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, suspects
-		case <-tick.C:
-		}
-		now, err := sr.look()
-		assert.NilError(t, err)
-		if now.Link.TxPackets != last.Link.TxPackets || now.Q.Qlen == 0 || now.empty == last.empty {
-			last, since = now, time.Now()
-			continue
-		}
-		delivered := func(l look) bool { return l.Link.TxPackets > now.Link.TxPackets }
-		got, err := counters.WaitFor(context.Background(), stallBound, sr.look, delivered)
-		if err != nil && got.Q.Qlen > 0 && got.empty > now.empty {
-			return &stall{since: since, seen: time.Now(), from: now, obs: got}, suspects
-		}
-		if err != nil {
-			t.Logf("not a stall: %v (the reader made %d empty reads)", err, got.empty-now.empty)
-		}
-		suspects++
-		last, since = got, time.Now()
+// watch is counters.WatchStall over the tap: delivery is tx_packets (tun
+// counts it in read()), the consumer's empty reads are the reader's.
+func (sr *smallRacer) watch(t *testing.T, ctx context.Context, start time.Time) (*stall, int) {
+	progress := func(l look) counters.Progress {
+		return counters.Progress{Delivered: l.Link.TxPackets, Held: l.Q.Qlen, Idle: l.empty}
 	}
+	st, suspects, err := counters.WatchStall(ctx, start, suspectEvery, stallBound, sr.look, progress, t.Logf)
+	assert.NilError(t, err)
+	if st == nil {
+		return nil, suspects
+	}
+	return &stall{since: st.Since, seen: st.Seen, from: st.From, obs: st.Obs}, suspects
 }
 
 // settle waits until every frame sent is accounted for, the qdisc empty

@@ -205,41 +205,18 @@ type stall struct {
 	when        string // while draining: after the race
 }
 
-// watch looks at delivery every suspectEvery until ctx ends. A window in
-// which nothing was delivered, while the guest polled with buffers posted
-// and the qdisc held frames, must deliver again within stallBound, or it
-// is a stall if the guest kept polling meanwhile and the qdisc still holds
-// frames: watch returns it at once. suspects counts the windows that moved
-// again and those in which the guest did not poll (starved of CPU).
-func (sr *smallRacer) watch(t *testing.T, ctx context.Context, start time.Time) (st *stall, suspects int) {
-	tick := time.NewTicker(suspectEvery)
-	defer tick.Stop()
-	last, err := sr.look()
-	assert.NilError(t, err)
-	since := start
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, suspects
-		case <-tick.C:
-		}
-		now, err := sr.look()
-		assert.NilError(t, err)
-		if now.Link.TxPackets != last.Link.TxPackets || now.Qdisc.Qlen == 0 || now.idle == last.idle {
-			last, since = now, time.Now()
-			continue
-		}
-		delivered := func(l look) bool { return l.Link.TxPackets > now.Link.TxPackets }
-		got, err := counters.WaitFor(context.Background(), stallBound, sr.look, delivered)
-		if err != nil && got.Qdisc.Qlen > 0 && got.idle > now.idle {
-			return &stall{since: since, seen: time.Now(), from: now, obs: got}, suspects
-		}
-		if err != nil {
-			t.Logf("not a stall: %v (the guest polled %d times)", err, got.idle-now.idle)
-		}
-		suspects++
-		last, since = got, time.Now()
+// watch is counters.WatchStall over the tap: delivery is tx_packets, the
+// consumer's empty polls are the guest's (buffers posted, nothing received).
+func (sr *smallRacer) watch(t *testing.T, ctx context.Context, start time.Time) (*stall, int) {
+	progress := func(l look) counters.Progress {
+		return counters.Progress{Delivered: l.Link.TxPackets, Held: l.Qdisc.Qlen, Idle: l.idle}
 	}
+	st, suspects, err := counters.WatchStall(ctx, start, suspectEvery, stallBound, sr.look, progress, t.Logf)
+	assert.NilError(t, err)
+	if st == nil {
+		return nil, suspects
+	}
+	return &stall{since: st.Since, seen: st.Seen, from: st.From, obs: st.Obs}, suspects
 }
 
 // drain waits, after the race, until the qdisc is empty, as long as each
