@@ -1,0 +1,137 @@
+package tunwake
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
+)
+
+// Owners runs bpf/owner.c on one tap, of any number of queues.
+type Owners struct {
+	objs  ownerObjects
+	links []link.Link
+}
+
+// TraceOwners attaches bpf/owner.c to the tap ifindex of the namespace ns
+// (a namespace file descriptor) until tb ends; a tracer that cannot load
+// is an environment fault, one the kernel skipped an instrument fault.
+func TraceOwners(tb testing.TB, ns, ifindex int) *Owners {
+	tb.Helper()
+	o, err := AttachOwners(ns, ifindex)
+	if err != nil {
+		observe.Fault(tb, feature.Environment, "%v", err)
+	}
+	tb.Cleanup(func() { o.Close() })
+	for _, p := range o.programs() {
+		instrument.WatchMisses(tb, "tunwake's "+p.String(), p)
+	}
+	return o
+}
+
+// AttachOwners loads and attaches bpf/owner.c for the tap ifindex of the
+// namespace ns (a namespace file descriptor).
+func AttachOwners(ns, ifindex int) (*Owners, error) {
+	defer profile.Running(profile.Setup).End()
+	mod, err := tunTypes()
+	if err != nil {
+		return nil, err
+	}
+	ino, err := dropmon.NetnsInode(ns)
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]any{ownerVarIfindex: uint32(ifindex), ownerVarNetns: uint32(ino)}
+	for name, path := range map[string][]string{
+		ownerVarDevOff:    {"tun_struct", "dev"},
+		ownerVarTfilesOff: {"tun_struct", "tfiles"},
+		ownerVarIndexOff:  {"tun_file", "queue_index"},
+	} {
+		off, err := instrument.Offset(mod, path[0], path[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		vars[name] = uint32(off)
+	}
+	spec, err := loadOwner()
+	if err != nil {
+		return nil, err
+	}
+	for name, v := range vars {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("set %s of bpf/owner.c: %w", name, err)
+		}
+	}
+	o := &Owners{}
+	if err := spec.LoadAndAssign(&o.objs, nil); err != nil {
+		return nil, fmt.Errorf("load bpf/owner.c (fentry on tun's __tun_wake_queue; needs BTF): %w", err)
+	}
+	for _, p := range o.programs() {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			o.Close()
+			return nil, fmt.Errorf("attach %v: %w", p, err)
+		}
+		o.links = append(o.links, l)
+	}
+	return o, nil
+}
+
+func (o *Owners) programs() []*ebpf.Program {
+	return []*ebpf.Program{o.objs.OwnerEntry, o.objs.OwnerExit, o.objs.OwnerWake}
+}
+
+// Counts reads the tally so far.
+func (o *Owners) Counts() (OwnerCalls, error) {
+	var per []ownerOwnerCounts
+	if err := o.objs.OwnerCounts.Lookup(uint32(0), &per); err != nil {
+		return OwnerCalls{}, fmt.Errorf("read the owner counters: %w", err)
+	}
+	var sum OwnerCalls
+	for _, c := range per {
+		sum.Calls += c.Calls
+		sum.Stale += c.Stale
+		sum.Woke += c.Woke
+		sum.Lost += c.Lost
+	}
+	return sum, nil
+}
+
+// CheckOwners holds the kernel to the owner check: no wake inside a call
+// of __tun_wake_queue() for a tun_file that did not own its slot. minCalls
+// is how many calls the test's consumers made at least (one per frame a
+// read(2) takes, one per vhost-net batch): a tracer that saw fewer is blind
+// where the kernel calls it (an inlined copy), and one that lost a stale
+// call missed what it judges; both are instrument faults.
+func CheckOwners(t *testing.T, o *Owners, minCalls uint64) OwnerCalls {
+	t.Helper()
+	c, err := o.Counts()
+	assert.NilError(t, err)
+	t.Logf("owner check: %v (the consumers made at least %d calls)", c, minCalls)
+	switch {
+	case c.Lost > 0:
+		observe.Lost(t, "bpf/owner.c lost %d calls: %v", c.Lost, c)
+	case c.Calls < minCalls:
+		observe.Lost(t, "bpf/owner.c saw %d calls of __tun_wake_queue(), the consumers made at least %d", c.Calls, minCalls)
+	}
+	assert.Check(t, c.Woke == 0, "a consumer of a queue that no longer owned its slot woke the slot's subqueue: %v", c)
+	return c
+}
+
+// Close detaches and unloads the programs.
+func (o *Owners) Close() error {
+	var errs []error
+	for _, l := range o.links {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(append(errs, o.objs.Close())...)
+}
