@@ -6,14 +6,15 @@
 // queue stays stopped, whatever happens to the tap.
 //
 // TestBackpressure and TestWakeHysteresis show the stop and the wake,
-// TestClassify tells seed 002's verdict and 000's apart, TestTailDrop
-// holds the tail-drop that stays; the other tests keep the promise through
-// several queues, modes, senders and teardowns. Every assertion prints the
-// ledger: sent = read + tun drops + qdisc drops + qdisc backlog + in the
-// ring (+ uncounted, with what freed them). A kernel without the flag skips
-// the tests that need it, naming the TUNGETFEATURES probe; one that keeps
-// the flag but tail-drops exactly as before is 000 absent. What each
-// kernel must show is in kernels/expectations.
+// TestClassify tells seed 002's verdict and 000's apart, TestTailDrop holds
+// the tail-drop that stays; TestRaceSmallRing and TestDetachRace race the
+// stop's second look and the wake's owner check; the other tests keep the
+// promise through several queues, modes, senders and teardowns. Every
+// assertion prints the ledger: sent = read + tun drops + qdisc drops +
+// qdisc backlog + in the ring (+ uncounted, with what freed them). A kernel
+// without the flag skips the tests that need it, naming the TUNGETFEATURES
+// probe; one that keeps the flag but tail-drops exactly as before is 000
+// absent. What each kernel must show is in kernels/expectations.
 //
 // # Files
 //
@@ -22,6 +23,7 @@
 //   - bench_test.go: BenchmarkTap, seed 000's table
 //   - classify_test.go: TestProbe, TestClassify: the flag's probe; seed 002's verdict and 000's
 //   - cpu_test.go: place, the CPUs of BenchmarkTap's reader and senders
+//   - detachrace_test.go: TestDetachRace, the owner check raced by queue files detached and re-attached under traffic
 //   - dropreason_test.go: kfree_skb drops on the tap by reason (FULL_RING, QDISC_BURST_DROP)
 //   - entries_test.go: entryReader, for reads that carry more than a frame
 //   - gso_test.go: gsoSender, TCP packets over the MTU for TestModes
