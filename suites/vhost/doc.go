@@ -10,7 +10,8 @@
 // TestDetachWhileStopped, TestCloseWhileStopped, TestReattach, TestTwoQueues
 // and TestTeardown show that no txq stays stopped and every frame is freed
 // once; TestRaceSmallRing races the producer's stop with vhost's batches
-// on the smallest rings; TestStock and TestDelivery hold what any kernel
+// on the smallest rings; TestDetachRace races the wake's owner check with
+// queue files detached and re-attached under vhost; TestStock and TestDelivery hold what any kernel
 // with vhost-net does. Every test ends with an exact ledger (sent = received + tun drops + qdisc
 // drops + still queued, + what the kernel freed uncounted, counted on
 // kfree_skb) and fails on a kernel splat. Probes (IFF_BACKPRESSURE,
@@ -23,6 +24,7 @@
 //   - burst_test.go: watchBurstDrops, frames freed with QDISC_BURST_DROP
 //   - delivery_test.go: TestDelivery, TestTransmit: frames intact and in order, both ways
 //   - detach_test.go: TestDetachWhileStopped, TestCloseWhileStopped: vhost taken from a stopped txq
+//   - detachrace_test.go: TestDetachRace, the owner check raced by vhost on queue files detached and re-attached
 //   - load_test.go: TestRace, two senders against a paced guest; BenchmarkRX
 //   - main_test.go: TestMain, leaked file descriptors and stray links fail the binary
 //   - reattach_test.go: TestReattach, a queue file that takes over a stopped txq wakes it

@@ -289,7 +289,12 @@ type consumer struct {
 }
 
 func startConsumer(t *testing.T, r *rig, cpu int) *consumer {
-	c := &consumer{g: r.guests[0], rv: r.receiver(false), done: make(chan error, 1)}
+	return startGuest(t, r.guests[0], r.receiver(false), cpu)
+}
+
+// startGuest is startConsumer for guest g, whose frames rv checks.
+func startGuest(t *testing.T, g *guest.Net, rv *receiver, cpu int) *consumer {
+	c := &consumer{g: g, rv: rv, done: make(chan error, 1)}
 	t.Cleanup(func() { c.close() })
 	go func() {
 		// Returns with the thread locked: the runtime ends it.

@@ -1,0 +1,129 @@
+package vhost
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
+	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
+	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+)
+
+const (
+	// detachRaceFor is how long TestDetachRace moves queues under traffic.
+	detachRaceFor = 3 * time.Second
+	// detachRaceRing is the tap's ring: small, so that a ring is often
+	// full when its file is detached.
+	detachRaceRing = 8
+)
+
+// TestDetachRace races seed 000's owner check with vhost-net consumers:
+// __tun_wake_queue() wakes a subqueue only for the queue file that owns its
+// slot. vhost is not told of a TUNSETQUEUE detach: it keeps the file and
+// takes batches from its ring until __tun_detach() purges it after
+// synchronize_net(), each batch followed by tun_wake_queue(), while the slot
+// already belongs to the file moved into it, whose ring may be full. A
+// two-queue tap, each queue the backend of a guest that reposts buffers in
+// a loop, traffic on both queues, and a thread that detaches and re-attaches
+// the file at slot 0 as fast as it can (tuntap.MoveSlots). bpf/owner.c
+// (internal/guest/tunwake) must see no wake inside a call from a file
+// without its slot. Afterwards, both files attached, every queue drains and
+// every frame is received, freed once (tun's and the qdisc's drops, the
+// rings purged at detach, the second qdisc reset while one queue remained,
+// counted on kfree_skb) or still queued. Frames change guests as the slots
+// move, so a stream's order is not held here.
+func TestDetachRace(t *testing.T) {
+	observe.Of(t, feature.Seed000Vhost)
+	// A P for each sender, each guest, the toggler and this goroutine.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 6)))
+	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqPfifo, queues: 2, ring: detachRaceRing})
+	r.steerByStream()
+	freed := r.freed()
+	owners := tunwake.TraceOwners(t, int(r.e.NS), r.link.Attrs().Index)
+	all, err := cpus.Allowed()
+	assert.NilError(t, err)
+	var guests [2]*consumer
+	for i := range guests {
+		rv := r.receiver(false)
+		rv.anyOrder = true
+		guests[i] = startGuest(t, r.guests[i], rv, all[(i+1)*(len(all)-1)%len(all)])
+	}
+	senders := []*traffic.Sender{r.sender(0), r.sender(1)}
+
+	ctx, cancel := context.WithTimeout(t.Context(), detachRaceFor)
+	defer cancel()
+	var sent atomic.Uint64
+	var cycles int
+	done := make(chan error, len(senders)+1)
+	for _, s := range senders {
+		go func() { done <- traffic.SendUntil(ctx, s, &sent) }()
+	}
+	go func() {
+		var err error
+		cycles, err = tuntap.MoveSlots(ctx, [2]*tuntap.Device{r.taps[0], r.taps[1]})
+		done <- err
+	}()
+	for range len(senders) + 1 {
+		select {
+		case err := <-done:
+			assert.Check(t, err)
+		case <-time.After(detachRaceFor + wait):
+			t.Fatalf("a sender or TUNSETQUEUE still running %v after the race ended", wait)
+		}
+	}
+
+	got := func() uint64 { return guests[0].got.Load() + guests[1].got.Load() }
+	ledger := func(l detachLook) counters.Accounting {
+		a := account(sent.Load(), l.got, l.state)
+		a.Uncounted = l.freed.N - min(l.freed.N, a.DeviceDrops+a.QdiscDrops)
+		a.UncountedWhy = "freed on kfree_skb beyond tun's and the qdisc's drops: rings purged at detach, " +
+			"txq 1's qdisc reset with one queue left, QDISC_BURST_DROP"
+		return a
+	}
+	look := func() (detachLook, error) {
+		st, err := r.state()
+		if err != nil {
+			return detachLook{}, err
+		}
+		f, err := freed.Count()
+		return detachLook{st, f, got()}, err
+	}
+	last, werr := counters.WaitFor(context.Background(), wait, look, func(l detachLook) bool {
+		return l.Qdisc.Qlen == 0 && ledger(l).Balanced()
+	})
+	for _, g := range guests {
+		assert.NilError(t, g.close())
+	}
+	last.got = guests[0].rv.got + guests[1].rv.got
+	l := ledger(last)
+	t.Logf("%d detach and attach cycles in %v; %v; %v", cycles, detachRaceFor, last.freed, l)
+	assert.NilError(t, werr, "every queue drained and every frame accounted after the race; %v", l)
+	assert.Check(t, last.freed.N >= l.DeviceDrops+l.QdiscDrops,
+		"tun and the qdisc counted more drops than kfree_skb freed frames: %v; %v", last.freed, l)
+	assert.Assert(t, l.Balanced(), "%v", l)
+	// vhost calls tun_wake_queue() once per batch of up to guest.Batch.
+	c := tunwake.CheckOwners(t, owners, (last.got+guest.Batch-1)/guest.Batch)
+	if c.Stale > 0 {
+		observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf(
+			"queue detach raced: %d wakes asked for by vhost on a file without its slot, none woke the subqueue", c.Stale))
+	}
+}
+
+// detachLook is one look at TestDetachRace's tap.
+type detachLook struct {
+	state
+	freed dropmon.FreedCount
+	got   uint64
+}
