@@ -34,8 +34,9 @@
 //   - ordering_test.go: TestOrdering, the seed's claim: programs run at the flush, one destination at a time
 //   - program_test.go: TestDevmapProgram: the egress device, the ingress device and the metadata D sees
 //   - resize_test.go: TestResize: devmap programs that grow or shrink their frame at the flush
-//   - rig_test.go: the rig: namespace, devices, programs, and the logs of runs and flushes
+//   - rig_test.go: the rig: namespace, devices, the programs' setup, and the logs of runs and flushes
 //   - samedevice_test.go: TestSameDevice: two ways to one device, each with its own program (a known issue)
 //   - sequence_test.go: TestModel: the model held to recorded and hand-made wrong sequences
+//   - shared_test.go: the binary's one load of bpf/devmap.c, its maps reset for each rig
 //   - tap_test.go: TestRedirectToTap: XDP frames into a full tap with IFF_BACKPRESSURE (seed 000)
 package devmap

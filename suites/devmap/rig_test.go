@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
@@ -20,7 +21,8 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
-// rig is one test's topology and programs, all inside its own namespace:
+// rig is one test's topology, inside its own namespace, and the binary's
+// programs (shared_test.go), their maps reset for it:
 //
 //	in0p ──veth──► in0 [xdp_main, native] ──devmap──► a0, b0, c0
 //	                                                  a0, b0, c0 ──veth──► a0p, b0p, c0p [xdp_sink]
@@ -52,14 +54,21 @@ func newRig(tb testing.TB, trace bool) *rig {
 	for i, name := range []string{"a0", "b0", "c0"} {
 		r.dst[i], r.sink[i] = r.env.Veth(tb, name, name+"p", 0)
 	}
-	if err := loadBpfObjects(&r.objs, nil); err != nil {
+	// The namespace goes asynchronously; its devices, deleted here first,
+	// go before the test ends, and with them every run of the shared
+	// programs, so that the next rig's reset is the last write to the maps.
+	tb.Cleanup(func() { r.deleteLinks(tb) })
+	var err error
+	if r.objs, err = loadShared(); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			tb.Fatalf("load bpf/devmap.c: %+v", ve)
 		}
 		tb.Fatalf("load bpf/devmap.c: %v (needs root and a kernel with BPF, XDP and BTF)", err)
 	}
-	tb.Cleanup(func() { r.objs.Close() })
+	if err := resetMaps(&r.objs.bpfMaps); err != nil {
+		observe.Fault(tb, feature.Harness, "bpf/devmap.c's maps for a new rig: %v", err)
+	}
 
 	for _, l := range r.sinks() {
 		r.attachXDP(tb, l, r.objs.XdpSink)
@@ -81,6 +90,20 @@ func newRig(tb testing.TB, trace bool) *rig {
 		r.traced = true
 	}
 	return r
+}
+
+// deleteLinks deletes in0 and the destinations (their peers with them):
+// RTM_DELLINK returns once the devices are unregistered.
+func (r *rig) deleteLinks(tb testing.TB) {
+	tb.Helper()
+	for _, l := range append([]netlink.Link{r.in}, r.dst[:]...) {
+		if l == nil {
+			continue
+		}
+		if err := r.env.Handle.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+			tb.Errorf("delete %s: %v", l.Attrs().Name, err)
+		}
+	}
 }
 
 // watch makes the xdp_devmap_xmit counter count flushes to l.

@@ -24,6 +24,14 @@ import (
 // (finalizers, goroutines ending) before it calls what is left a leak.
 const settle = 2 * time.Second
 
+// atEnd is what Run closes after the tests, before the leak check.
+var atEnd []func() error
+
+// AtEnd registers close to run once the binary's tests have ended, before
+// Run looks for leaks: for what the tests share, loaded once (a BPF
+// collection). Call it from the tests' goroutine, not from a parallel one.
+func AtEnd(close func() error) { atEnd = append(atEnd, close) }
+
 // Run runs m and returns the exit code: m's, or 1 when something leaked.
 // Under -short it runs nothing: the suites need root, namespaces and a
 // kernel to judge, and -short means unit tests only.
@@ -43,6 +51,12 @@ func Run(m *testing.M) int {
 	fds, errFD := openFDs()
 	links, errLink := linkNames()
 	code := m.Run()
+	for _, close := range atEnd {
+		if err := close(); err != nil {
+			harness("close what the tests shared: %v", err)
+			code = 1
+		}
+	}
 	// How close this binary's bounded waits came to their limits.
 	fmt.Println(margin.Line())
 	if errFD != nil || errLink != nil {
