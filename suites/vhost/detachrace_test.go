@@ -27,6 +27,11 @@ const (
 	// detachRaceRing is the tap's ring: small, so that a ring is often
 	// full when its file is detached.
 	detachRaceRing = 8
+	// detachRacePause is how long a guest that found nothing sleeps, so
+	// that it leaves the CPU to vhost's workers: on PREEMPT_RT a worker
+	// preempted inside a run of the tracer's programs makes the kernel skip
+	// the run another task starts on that CPU (recursion misses).
+	detachRacePause = 100 * time.Microsecond
 )
 
 // TestDetachRace races seed 000's owner check with vhost-net consumers:
@@ -34,13 +39,13 @@ const (
 // slot. vhost is not told of a TUNSETQUEUE detach: it keeps the file and
 // takes batches from its ring until __tun_detach() purges it after
 // synchronize_net(), each batch followed by tun_wake_queue(), while the slot
-// already belongs to the file moved into it, whose ring may be full. A
-// two-queue tap, each queue the backend of a guest that reposts buffers in
-// a loop, traffic on both queues, and a thread that detaches and re-attaches
-// the file at slot 0 as fast as it can (tuntap.MoveSlots). bpf/owner.c
-// (internal/guest/tunwake) must see no wake inside a call from a file
-// without its slot. Afterwards, both files attached, every queue drains and
-// every frame is received, freed once (tun's and the qdisc's drops, the
+// already belongs to the file moved into it, whose ring may be full. A two-
+// queue tap, each queue the backend of a guest that reposts buffers (pausing
+// when it got nothing), traffic on both queues, and a thread that detaches
+// and re-attaches the file at slot 0 as fast as it can (tuntap.MoveSlots).
+// bpf/owner.c (internal/guest/tunwake) must see no wake inside a call from a
+// file without its slot. Afterwards, both files attached, every queue drains
+// and every frame is received, freed once (tun's and the qdisc's drops, the
 // rings purged at detach, the second qdisc reset while one queue remained,
 // counted on kfree_skb) or still queued. Frames change guests as the slots
 // move, so a stream's order is not held here.
@@ -48,7 +53,7 @@ func TestDetachRace(t *testing.T) {
 	observe.Of(t, feature.Seed000Vhost)
 	// A P for each sender, each guest, the toggler and this goroutine.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 6)))
-	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqPfifo, queues: 2, ring: detachRaceRing})
+	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqPfifo, queues: 2, ring: detachRaceRing, spreadWorkers: true})
 	r.steerByStream()
 	freed := r.freed()
 	owners := tunwake.TraceOwners(t, int(r.e.NS), r.link.Attrs().Index)
@@ -58,7 +63,7 @@ func TestDetachRace(t *testing.T) {
 	for i := range guests {
 		rv := r.receiver(false)
 		rv.anyOrder = true
-		guests[i] = startGuest(t, r.guests[i], rv, all[(i+1)*(len(all)-1)%len(all)])
+		guests[i] = startGuest(t, r.guests[i], rv, all[(i+1)*(len(all)-1)%len(all)], detachRacePause)
 	}
 	senders := []*traffic.Sender{r.sender(0), r.sender(1)}
 

@@ -11,6 +11,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/kmsg"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
@@ -61,7 +62,7 @@ func newRigIn(tb testing.TB, e *netenv.Env, s setup) *rig {
 		observe.Probe(tb, feature.IFFBackpressure, tuntap.ProbeBackpressure())
 	}
 	queues := max(s.queues, 1)
-	r.openGuests(queues, s.virtio)
+	r.openGuests(queues, s.virtio, s.spreadWorkers)
 	r.openTaps(queues, s.backpressure)
 	r.configure(s.qdisc)
 	if !s.lateBackend {
@@ -87,11 +88,21 @@ func testContext(tb testing.TB) context.Context {
 }
 
 // openGuests opens one guest per queue with the features of cfg.
-func (r *rig) openGuests(queues int, cfg guest.Config) {
+func (r *rig) openGuests(queues int, cfg guest.Config, spread bool) {
 	r.tb.Helper()
 	cfg.QueueSize = guestQueue
-	for range queues {
-		g, err := guest.Open(cfg)
+	all, err := cpus.Allowed()
+	assert.NilError(r.tb, err)
+	for i := range queues {
+		var g *guest.Net
+		cpu := -1
+		if spread {
+			cpu = all[i%len(all)]
+		}
+		err := cpus.On(cpu, func() (err error) {
+			g, err = guest.Open(cfg)
+			return err
+		})
 		observe.Probe(r.tb, feature.VhostNet, err)
 		r.guests = append(r.guests, g)
 		r.tb.Cleanup(func() { g.Close() })

@@ -73,6 +73,9 @@ type setup struct {
 	// guestQueue).
 	virtio      guest.Config
 	lateBackend bool // leave the guests detached: the test calls attach
+	// spreadWorkers puts guest i's vhost worker on allowed CPU i (mod their
+	// number), so that no two workers share a CPU where there are enough.
+	spreadWorkers bool
 }
 
 func (s setup) String() string {

@@ -283,18 +283,22 @@ type consumer struct {
 	got  atomic.Uint64 // frames received
 	idle atomic.Uint64 // polls that got nothing while vhost held posted buffers
 	stop atomic.Bool
-	done chan error
-	once sync.Once
-	err  error
+	// pause, when set, is how long the guest sleeps after a poll that got
+	// nothing: a guest that need not be in a window leaves the CPU to vhost.
+	pause time.Duration
+	done  chan error
+	once  sync.Once
+	err   error
 }
 
 func startConsumer(t *testing.T, r *rig, cpu int) *consumer {
-	return startGuest(t, r.guests[0], r.receiver(false), cpu)
+	return startGuest(t, r.guests[0], r.receiver(false), cpu, 0)
 }
 
-// startGuest is startConsumer for guest g, whose frames rv checks.
-func startGuest(t *testing.T, g *guest.Net, rv *receiver, cpu int) *consumer {
-	c := &consumer{g: g, rv: rv, done: make(chan error, 1)}
+// startGuest is startConsumer for guest g, whose frames rv checks, pausing
+// for pause after each poll that got nothing.
+func startGuest(t *testing.T, g *guest.Net, rv *receiver, cpu int, pause time.Duration) *consumer {
+	c := &consumer{g: g, rv: rv, pause: pause, done: make(chan error, 1)}
 	t.Cleanup(func() { c.close() })
 	go func() {
 		// Returns with the thread locked: the runtime ends it.
@@ -325,6 +329,9 @@ func (c *consumer) loop() error {
 			c.got.Add(uint64(n))
 		} else if c.g.RX.Posted() > 0 {
 			c.idle.Add(1)
+			if c.pause > 0 {
+				time.Sleep(c.pause)
+			}
 		}
 	}
 	return nil

@@ -40,3 +40,20 @@ func Pin(cpu int) error {
 	}
 	return nil
 }
+
+// On runs f on a thread bound to cpu, for what the kernel places by the
+// calling thread (a vhost-net worker, created by VHOST_SET_OWNER, starts
+// with its caller's CPUs). The thread is ended afterwards, its binding
+// with it.
+func On(cpu int, f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		// Returns with the thread locked: the runtime ends it.
+		if err := Pin(cpu); err != nil {
+			done <- err
+			return
+		}
+		done <- f()
+	}()
+	return <-done
+}
