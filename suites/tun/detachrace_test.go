@@ -57,32 +57,17 @@ func TestDetachRace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), detachRaceFor)
 	defer cancel()
 	var sent atomic.Uint64
-	var cycles int
-	done := make(chan error, len(senders)+1)
+	var work []func(context.Context) error
 	for _, s := range senders {
-		go func() { done <- traffic.SendUntil(ctx, s, &sent) }()
+		work = append(work, func(ctx context.Context) error { return traffic.SendUntil(ctx, s, &sent) })
 	}
-	go func() {
-		var err error
-		cycles, err = tuntap.MoveSlots(ctx, m.q)
-		done <- err
-	}()
-	for range len(senders) + 1 {
-		select {
-		case err := <-done:
-			assert.Check(t, err)
-		case <-time.After(detachRaceFor + waitLimit):
-			t.Fatalf("a sender or TUNSETQUEUE still running %v after the race ended", waitLimit)
-		}
-	}
+	cycles, err := tuntap.RaceSlots(ctx, m.q, waitLimit, work...)
+	assert.NilError(t, err)
 
 	read := func() uint64 { return readers[0].r.Total() + readers[1].r.Total() }
 	ledger := func(l detachLook) counters.Accounting {
-		a := account(sent.Load(), int(l.read), l.state, 0)
-		a.Uncounted = l.freed.N - min(l.freed.N, a.DeviceDrops+a.QdiscDrops)
-		a.UncountedWhy = "freed on kfree_skb beyond tun's and the qdisc's drops: rings purged at detach, " +
-			"txq 1's qdisc reset with one queue left, QDISC_BURST_DROP"
-		return a
+		return dropmon.BookFreed(account(sent.Load(), int(l.read), l.state, 0), l.freed,
+			"rings purged at detach, txq 1's qdisc reset with one queue left, QDISC_BURST_DROP")
 	}
 	look := func() (detachLook, error) {
 		st, err := m.state()
@@ -102,8 +87,7 @@ func TestDetachRace(t *testing.T) {
 	l := ledger(last)
 	t.Logf("%d detach and attach cycles in %v; %v; %v", cycles, detachRaceFor, last.freed, l)
 	assert.NilError(t, werr, "every queue drained and every frame accounted after the race; %v", l)
-	assert.Check(t, last.freed.N >= l.DeviceDrops+l.QdiscDrops,
-		"tun and the qdisc counted more drops than kfree_skb freed frames: %v; %v", last.freed, l)
+	dropmon.CheckFreed(t, l, last.freed)
 	assert.Assert(t, l.Balanced(), "%v", l)
 	c := tunwake.CheckOwners(t, owners, last.read)
 	if c.Stale > 0 {

@@ -70,32 +70,17 @@ func TestDetachRace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), detachRaceFor)
 	defer cancel()
 	var sent atomic.Uint64
-	var cycles int
-	done := make(chan error, len(senders)+1)
+	var work []func(context.Context) error
 	for _, s := range senders {
-		go func() { done <- traffic.SendUntil(ctx, s, &sent) }()
+		work = append(work, func(ctx context.Context) error { return traffic.SendUntil(ctx, s, &sent) })
 	}
-	go func() {
-		var err error
-		cycles, err = tuntap.MoveSlots(ctx, [2]*tuntap.Device{r.taps[0], r.taps[1]})
-		done <- err
-	}()
-	for range len(senders) + 1 {
-		select {
-		case err := <-done:
-			assert.Check(t, err)
-		case <-time.After(detachRaceFor + wait):
-			t.Fatalf("a sender or TUNSETQUEUE still running %v after the race ended", wait)
-		}
-	}
+	cycles, err := tuntap.RaceSlots(ctx, [2]*tuntap.Device{r.taps[0], r.taps[1]}, wait, work...)
+	assert.NilError(t, err)
 
 	got := func() uint64 { return guests[0].got.Load() + guests[1].got.Load() }
 	ledger := func(l detachLook) counters.Accounting {
-		a := account(sent.Load(), l.got, l.state)
-		a.Uncounted = l.freed.N - min(l.freed.N, a.DeviceDrops+a.QdiscDrops)
-		a.UncountedWhy = "freed on kfree_skb beyond tun's and the qdisc's drops: rings purged at detach, " +
-			"txq 1's qdisc reset with one queue left, QDISC_BURST_DROP"
-		return a
+		return dropmon.BookFreed(account(sent.Load(), l.got, l.state), l.freed,
+			"rings purged at detach, txq 1's qdisc reset with one queue left, QDISC_BURST_DROP")
 	}
 	look := func() (detachLook, error) {
 		st, err := r.state()
@@ -115,8 +100,7 @@ func TestDetachRace(t *testing.T) {
 	l := ledger(last)
 	t.Logf("%d detach and attach cycles in %v; %v; %v", cycles, detachRaceFor, last.freed, l)
 	assert.NilError(t, werr, "every queue drained and every frame accounted after the race; %v", l)
-	assert.Check(t, last.freed.N >= l.DeviceDrops+l.QdiscDrops,
-		"tun and the qdisc counted more drops than kfree_skb freed frames: %v; %v", last.freed, l)
+	dropmon.CheckFreed(t, l, last.freed)
 	assert.Assert(t, l.Balanced(), "%v", l)
 	// vhost calls tun_wake_queue() once per batch of up to guest.Batch.
 	c := tunwake.CheckOwners(t, owners, (last.got+guest.Batch-1)/guest.Batch)

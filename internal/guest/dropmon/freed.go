@@ -110,3 +110,23 @@ func (f *Freed) Hold(tb testing.TB, want uint64, d time.Duration, what string, l
 		return err
 	})
 }
+
+// BookFreed books into a's Uncounted the frames freed on kfree_skb (f)
+// beyond the drops a's counters already hold, naming why with what: the
+// ledger then says sent = received + freed + still queued, for a test
+// whose steps free frames no counter sees and whose number it cannot
+// know (a race of queue detaches). Frees fewer than the counted drops
+// book nothing; CheckFreed fails that.
+func BookFreed(a counters.Accounting, f FreedCount, what string) counters.Accounting {
+	a.Uncounted = f.N - min(f.N, a.DeviceDrops+a.QdiscDrops)
+	a.UncountedWhy = "freed on kfree_skb beyond tun's and the qdisc's drops: " + what
+	return a
+}
+
+// CheckFreed checks that kfree_skb freed at least the frames a's counters
+// call dropped: a counted drop that freed no frame is a counter wrong.
+func CheckFreed(tb testing.TB, a counters.Accounting, f FreedCount) {
+	tb.Helper()
+	assert.Check(tb, f.N >= a.DeviceDrops+a.QdiscDrops,
+		"tun and the qdisc counted more drops than kfree_skb freed frames: %v; %v", f, a)
+}

@@ -2,7 +2,9 @@ package tuntap
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 )
 
 // MoveSlots detaches the queue file at slot 0 of a two-queue device and
@@ -24,4 +26,31 @@ func MoveSlots(ctx context.Context, q [2]*Device) (int, error) {
 		}
 		head ^= 1
 	}
+}
+
+// RaceSlots runs MoveSlots on q beside each of work (senders, say) until ctx
+// ends, and waits for all of them, each within bound once ctx ended. It
+// returns MoveSlots' cycles and every error.
+func RaceSlots(ctx context.Context, q [2]*Device, bound time.Duration, work ...func(context.Context) error) (int, error) {
+	done := make(chan error, len(work)+1)
+	for _, w := range work {
+		go func() { done <- w(ctx) }()
+	}
+	var cycles int
+	go func() {
+		var err error
+		cycles, err = MoveSlots(ctx, q)
+		done <- err
+	}()
+	var errs []error
+	for range len(work) + 1 {
+		<-ctx.Done()
+		select {
+		case err := <-done:
+			errs = append(errs, err)
+		case <-time.After(bound):
+			return 0, fmt.Errorf("a sender or TUNSETQUEUE still running %v after the race ended", bound)
+		}
+	}
+	return cycles, errors.Join(errs...)
 }
