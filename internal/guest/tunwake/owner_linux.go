@@ -10,7 +10,6 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
@@ -41,34 +40,17 @@ func TraceOwners(tb testing.TB, ns, ifindex int) *Owners {
 // namespace ns (a namespace file descriptor).
 func AttachOwners(ns, ifindex int) (*Owners, error) {
 	defer profile.Running(profile.Setup).End()
-	mod, err := tunTypes()
-	if err != nil {
-		return nil, err
-	}
-	ino, err := dropmon.NetnsInode(ns)
-	if err != nil {
-		return nil, err
-	}
-	vars := map[string]any{ownerVarIfindex: uint32(ifindex), ownerVarNetns: uint32(ino)}
-	for name, path := range map[string][]string{
-		ownerVarDevOff:    {"tun_struct", "dev"},
-		ownerVarTfilesOff: {"tun_struct", "tfiles"},
-		ownerVarIndexOff:  {"tun_file", "queue_index"},
-	} {
-		off, err := instrument.Offset(mod, path[0], path[1:]...)
-		if err != nil {
-			return nil, err
-		}
-		vars[name] = uint32(off)
-	}
 	spec, err := loadOwner()
 	if err != nil {
 		return nil, err
 	}
-	for name, v := range vars {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s of bpf/owner.c: %w", name, err)
-		}
+	err = setTap(spec, "bpf/owner.c", ns, ifindex, map[string][]string{
+		ownerVarDevOff:    {"tun_struct", "dev"},
+		ownerVarTfilesOff: {"tun_struct", "tfiles"},
+		ownerVarIndexOff:  {"tun_file", "queue_index"},
+	})
+	if err != nil {
+		return nil, err
 	}
 	o := &Owners{}
 	if err := spec.LoadAndAssign(&o.objs, nil); err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
-	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
@@ -42,34 +41,17 @@ func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 // namespace ns (a namespace file descriptor).
 func Attach(ns, ifindex int) (*Tracer, error) {
 	defer profile.Running(profile.Setup).End()
-	mod, err := tunTypes()
-	if err != nil {
-		return nil, err
-	}
-	ino, err := dropmon.NetnsInode(ns)
-	if err != nil {
-		return nil, err
-	}
-	vars := map[string]any{wakeVarIfindex: uint32(ifindex), wakeVarNetns: uint32(ino)}
-	for name, path := range map[string][]string{
-		wakeVarTfilesOff:   {"tun_struct", "tfiles"},
-		wakeVarProducerOff: {"tun_file", "tx_ring", "producer"},
-		wakeVarQueueOff:    {"tun_file", "tx_ring", "queue"},
-	} {
-		off, err := instrument.Offset(mod, path[0], path[1:]...)
-		if err != nil {
-			return nil, err
-		}
-		vars[name] = uint32(off)
-	}
 	spec, err := loadWake()
 	if err != nil {
 		return nil, err
 	}
-	for name, v := range vars {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s of bpf/wake.c: %w", name, err)
-		}
+	err = setTap(spec, "bpf/wake.c", ns, ifindex, map[string][]string{
+		wakeVarTfilesOff:   {"tun_struct", "tfiles"},
+		wakeVarProducerOff: {"tun_file", "tx_ring", "producer"},
+		wakeVarQueueOff:    {"tun_file", "tx_ring", "queue"},
+	})
+	if err != nil {
+		return nil, err
 	}
 	tr := &Tracer{}
 	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
