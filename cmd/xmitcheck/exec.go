@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -72,12 +73,17 @@ func cmdExec(args []string) (int, error) {
 	bin := vmtest.Binary{Name: filepath.Base(path), Path: path, Args: fs.Args()[1:], Sources: srcs}
 	job := v.job(k, []vmtest.Binary{bin}, false)
 	out, err := b.Run(ctx, k, job, s)
-	// A boot the emulator killed before the binary started goes again,
-	// the second time single-threaded (docs/verdicts.md); once the binary
-	// has started, its output is go test's already and cannot be retried.
-	for try := 1; err != nil && !s.started && try < 3 && vmtest.Artefact(out, s.seen); try++ {
-		fmt.Fprintln(os.Stderr, "xmitcheck: the boot died of the TCG int3 artefact, the emulator's: booting again")
-		s.splats, s.seen, job.SingleThreadTCG = 0, nil, try == 2
+	// A boot or binary the emulator killed goes again, the second time
+	// single-threaded (docs/verdicts.md). The binary's output so far is go
+	// test's already: the next try prints it again from the start, and a
+	// try in which a test had failed is not retried (its failure stands).
+	for try := 1; err != nil && !s.failed && try < 3 && vmtest.Artefact(out, s.seen); try++ {
+		what := "the boot"
+		if s.started {
+			what = "the binary (its output above is void; it runs again from the start)"
+		}
+		fmt.Fprintf(os.Stderr, "xmitcheck: the TCG int3 artefact, the emulator's, killed %s: booting again\n", what)
+		s.splats, s.seen, s.started, job.SingleThreadTCG = 0, nil, false, try == 2
 		out, err = b.Run(ctx, k, job, s)
 	}
 	if err != nil {
@@ -104,11 +110,25 @@ type passSink struct {
 	splats  int
 	seen    []vmtest.Splat
 	started bool
+	// failed: the binary printed a test's failure ("--- FAIL"); line is the
+	// output's last line so far, which may be incomplete.
+	failed bool
+	line   []byte
 }
 
 func (s *passSink) Start(vmtest.Binary) { s.started = true }
 
-func (s *passSink) Output(_ vmtest.Binary, p []byte) { os.Stdout.Write(p) }
+func (s *passSink) Output(_ vmtest.Binary, p []byte) {
+	os.Stdout.Write(p)
+	for _, c := range p {
+		if c != '\n' {
+			s.line = append(s.line, c)
+			continue
+		}
+		s.failed = s.failed || bytes.Contains(s.line, []byte("--- FAIL"))
+		s.line = s.line[:0]
+	}
+}
 
 func (s *passSink) Exit(_ vmtest.Binary, code int) { s.code = code }
 
