@@ -25,6 +25,11 @@ const (
 	fastPathBound = 2 * time.Minute
 	// fastPathBeat is how often the test says how far it got.
 	fastPathBeat = 10 * time.Second
+	// fastPathTries is how many loads may run, each with a new tracer,
+	// until one whose programs the kernel never skipped (recursion misses,
+	// which PREEMPT_RT under load makes common: 4 of 6 rounds of a soak
+	// beside a kernel build) judges; the last is judged, losses and all.
+	fastPathTries = 3
 	// devWeightSysctl sets dev_tx_weight, the packets __qdisc_run() sends
 	// before it hands the qdisc back with __netif_schedule().
 	devWeightSysctl = "/proc/sys/net/core/dev_weight"
@@ -44,8 +49,18 @@ func TestFastPath(t *testing.T) {
 	n := 2 * runtime.NumCPU()
 	t.Run(fmt.Sprintf("%s/pfifo/senders=%d", vethFast.name, n), func(t *testing.T) {
 		setSysctl(t, devWeightSysctl, 1)
-		r := vethFast.rig(t, "pfifo")
-		judgeFastPath(t, watchFastPath(t, r, n))
+		for try := 1; ; try++ {
+			// A rig per try: its ledger counts from the rig's start.
+			run := watchFastPath(t, vethFast.rig(t, "pfifo"), n)
+			if run.skipped == 0 || try == fastPathTries {
+				judgeFastPath(t, run)
+				return
+			}
+			// A try whose tracer the kernel skipped cannot judge the seed,
+			// but what it did to the frames stands.
+			assert.NilError(t, run.stranded, "frames stranded after the senders stopped (lost wake-up?); %v", run.c)
+			t.Logf("try %d of %d void: the kernel skipped the tracer's programs (%s): again", try, fastPathTries, run.lost)
+		}
 	})
 }
 
@@ -56,13 +71,19 @@ type fastPathRun struct {
 	stranded error // the backlog did not drain or the ledger did not balance
 	elapsed  time.Duration
 	senders  int
+	skipped  uint64 // runs of the tracer's programs the kernel skipped
+	lost     string // which, named
 }
 
 // watchFastPath runs n senders through r until fastPathWant calls decided
 // or fastPathBound passed, saying how far it got every fastPathBeat, and
 // waits for the backlog to drain.
 func watchFastPath(t *testing.T, r *rig, n int) fastPathRun {
-	tr := traceFastPath(t, r.dev.Attrs().Index)
+	tr, err := attachFastPath(r.dev.Attrs().Index)
+	if err != nil {
+		observe.Fault(t, feature.Environment, "%v", err)
+	}
+	defer tr.Close()
 	base, err := r.state()
 	assert.NilError(t, err)
 	start := time.Now()
@@ -81,6 +102,8 @@ func watchFastPath(t *testing.T, r *rig, n int) fastPathRun {
 	run.s, run.stranded = r.settle(testContext(t), handed, l.lo, l.hi, base)
 	run.c, err = tr.counts()
 	assert.NilError(t, err)
+	run.skipped, run.lost, err = tr.misses()
+	assert.NilError(t, err)
 	return run
 }
 
@@ -98,6 +121,11 @@ func judgeFastPath(t *testing.T, run fastPathRun) {
 	c := run.c
 	t.Logf("%v, %d senders: %v; %v", run.elapsed.Round(time.Millisecond), run.senders, c, run.s)
 	assert.NilError(t, run.stranded, "frames stranded after the senders stopped (lost wake-up?); %v", c)
+	if run.skipped > 0 {
+		observe.Lost(t, "bpf/fastpath.c: the kernel skipped its programs %d times (recursion misses: %s): "+
+			"its counts are short", run.skipped, run.lost)
+		return
+	}
 	if c.Unread != 0 || c.Deep != 0 {
 		// The instrument's loss, not the kernel's fault: it cannot judge.
 		observe.Fault(t, feature.Instrument, "the tracer could not follow defer_list (%d frames unread, "+

@@ -3,15 +3,14 @@ package qdisc
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"structs"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
-	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
@@ -21,28 +20,35 @@ type fastPathTracer struct {
 	links []link.Link
 }
 
-// traceFastPath loads and attaches the fast path programs for the device
-// with ifindex in the test's namespace (the programs do not look at the
-// namespace: no other device in the guest has traffic); they stay until the
-// test ends.
-func traceFastPath(tb testing.TB, ifindex int) *fastPathTracer {
-	tb.Helper()
-	tr, err := attachFastPath(ifindex)
-	if err != nil {
-		observe.Fault(tb, feature.Environment, "%v", err)
-	}
-	tb.Cleanup(func() { tr.Close() })
-	tr.watchMisses(tb)
-	return tr
-}
-
 // watchMisses makes tb an instrument fault if the kernel skipped any of
 // the tracer's programs (instrument.WatchMisses).
 func (tr *fastPathTracer) watchMisses(tb testing.TB) {
-	p := tr.objs.fastpathPrograms
-	for _, prog := range []*ebpf.Program{p.ScheduleEnter, p.ScheduleExit, p.WakeEnter, p.WakeExit, p.NetTxRaise} {
+	for _, prog := range tr.programs() {
 		instrument.WatchMisses(tb, "bpf/fastpath.c's "+prog.String(), prog)
 	}
+}
+
+func (tr *fastPathTracer) programs() []*ebpf.Program {
+	p := tr.objs.fastpathPrograms
+	return []*ebpf.Program{p.ScheduleEnter, p.ScheduleExit, p.WakeEnter, p.WakeExit, p.NetTxRaise}
+}
+
+// misses sums the recursion misses of the tracer's programs, each named:
+// the runs the kernel skipped.
+func (tr *fastPathTracer) misses() (uint64, string, error) {
+	var n uint64
+	var named []string
+	for _, prog := range tr.programs() {
+		m, err := instrument.Misses(prog)
+		if err != nil {
+			return 0, "", err
+		}
+		if m > 0 {
+			n += m
+			named = append(named, fmt.Sprintf("%v %d", prog, m))
+		}
+	}
+	return n, strings.Join(named, ", "), nil
 }
 
 func attachFastPath(ifindex int) (*fastPathTracer, error) {
