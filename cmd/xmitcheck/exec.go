@@ -83,7 +83,7 @@ func cmdExec(args []string) (int, error) {
 			what = "the binary (its output above is void; it runs again from the start)"
 		}
 		fmt.Fprintf(os.Stderr, "xmitcheck: the TCG int3 artefact, the emulator's, killed %s: booting again\n", what)
-		s.splats, s.seen, s.started, job.SingleThreadTCG = 0, nil, false, try == 2
+		s.splats, s.seen, s.started, s.line, job.SingleThreadTCG = 0, nil, false, s.line[:0], try == 2
 		out, err = b.Run(ctx, k, job, s)
 	}
 	if err != nil {

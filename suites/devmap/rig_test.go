@@ -96,13 +96,18 @@ func newRig(tb testing.TB, trace bool) *rig {
 // RTM_DELLINK returns once the devices are unregistered.
 func (r *rig) deleteLinks(tb testing.TB) {
 	tb.Helper()
+	var errs []error
 	for _, l := range append([]netlink.Link{r.in}, r.dst[:]...) {
 		if l == nil {
 			continue
 		}
 		if err := r.env.Handle.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
-			tb.Errorf("delete %s: %v", l.Attrs().Name, err)
+			errs = append(errs, fmt.Errorf("delete %s: %w", l.Attrs().Name, err))
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		// The harness's own teardown, not a kernel behaviour under test.
+		observe.Fault(tb, feature.Harness, "%v", err)
 	}
 }
 

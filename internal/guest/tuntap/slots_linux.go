@@ -31,7 +31,8 @@ func MoveSlots(ctx context.Context, q [2]*Device) (int, error) {
 // RaceSlots runs MoveSlots on q beside each of work (senders, say) until ctx
 // ends, and waits for all of them, each within bound once ctx ended. It
 // returns MoveSlots' cycles and every error.
-func RaceSlots(ctx context.Context, q [2]*Device, bound time.Duration, work ...func(context.Context) error) (int, error) {
+func RaceSlots(ctx context.Context, q [2]*Device, bound time.Duration,
+	work ...func(context.Context) error) (int, error) {
 	done := make(chan error, len(work)+1)
 	for _, w := range work {
 		go func() { done <- w(ctx) }()
@@ -43,8 +44,8 @@ func RaceSlots(ctx context.Context, q [2]*Device, bound time.Duration, work ...f
 		done <- err
 	}()
 	var errs []error
+	<-ctx.Done()
 	for range len(work) + 1 {
-		<-ctx.Done()
 		select {
 		case err := <-done:
 			errs = append(errs, err)
