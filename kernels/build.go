@@ -94,10 +94,15 @@ var recipes = map[string]string{
 var ErrBuild = errors.New("kernel build failed")
 
 // buildPaths are where builds live, beside the kernel cache: the work copy
-// of the tree and its objects (one, reused, so make and ccache rebuild only
+// of the tree and its objects (reused, so make and ccache rebuild only
 // what changed), ccache's files and the finished builds by key, with a
-// symlink per name.
-type buildPaths struct{ work, src, out, ccache, builds string }
+// symlink per name. Each config base has its own objects: a build on the
+// other base would otherwise change most of the config and make the next
+// build on this one recompile the whole tree.
+type buildPaths struct{ work, src, ccache, builds string }
+
+// out is the object directory of the builds on base.
+func (p buildPaths) out(base string) string { return filepath.Join(p.work, "out-"+base) }
 
 func (o Options) buildPaths() (buildPaths, error) {
 	dir, err := o.cacheDir()
@@ -109,7 +114,6 @@ func (o Options) buildPaths() (buildPaths, error) {
 	return buildPaths{
 		work:   work,
 		src:    filepath.Join(work, "src"),
-		out:    filepath.Join(work, "out"),
 		ccache: filepath.Join(root, "ccache"),
 		builds: filepath.Join(root, "builds"),
 	}, nil
@@ -177,7 +181,8 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []string{p.src, p.out, p.ccache, p.builds} {
+	out := p.out(base)
+	for _, d := range []string{p.src, out, p.ccache, p.builds} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("creating the build cache: %w", err)
 		}
@@ -241,7 +246,7 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 		return nil, err
 	}
 	defer log.Close()
-	mk := maker{ctx: ctx, src: p.src, out: p.out, ccache: p.ccache, log: log, logPath: logPath, progress: o.Progress}
+	mk := maker{ctx: ctx, src: p.src, out: out, ccache: p.ccache, log: log, logPath: logPath, progress: o.Progress}
 	note(o.Progress, "build: config (%s base, the suites' fragment)", base)
 	if err := mk.configure(base, frags); err != nil {
 		return nil, err
@@ -261,17 +266,18 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 		return nil, err
 	}
 	b.Release = strings.TrimSpace(release)
-	if err := b.install(p); err != nil {
+	if err := b.install(p.builds, out); err != nil {
 		return nil, fmt.Errorf("saving the build in %s: %w", p.builds, err)
 	}
 	note(o.Progress, "build: %s (%s) in %v: %s", b.Name, b.Release, b.Took, b.Image())
 	return b, linkName(p.builds, b.Name, key)
 }
 
-// install copies the image and config into a temporary directory and
-// renames it into place: a build is whole in the cache or not there.
-func (b *Built) install(p buildPaths) error {
-	tmp, err := os.MkdirTemp(p.builds, "."+b.Key+".tmp-")
+// install copies the image and config from the object directory out into
+// a temporary directory in builds and renames it into place: a build is
+// whole in the cache or not there.
+func (b *Built) install(builds, out string) error {
+	tmp, err := os.MkdirTemp(builds, "."+b.Key+".tmp-")
 	if err != nil {
 		return err
 	}
@@ -280,7 +286,7 @@ func (b *Built) install(p buildPaths) error {
 		return err
 	}
 	for _, f := range [][2]string{{"arch/x86/boot/bzImage", "bzImage"}, {".config", "config"}} {
-		if err := copyFile(filepath.Join(p.out, f[0]), filepath.Join(tmp, f[1])); err != nil {
+		if err := copyFile(filepath.Join(out, f[0]), filepath.Join(tmp, f[1])); err != nil {
 			return err
 		}
 	}
