@@ -90,7 +90,7 @@ func TestDetachRace(t *testing.T) {
 	dropmon.CheckFreed(t, l, last.freed)
 	assert.Assert(t, l.Balanced(), "%v", l)
 	c := tunwake.CheckOwners(t, owners, last.read)
-	if c.Stale > 0 {
+	if c.Stale > 0 && !t.Failed() {
 		observe.Shows(t, feature.Seed000Tun, fmt.Sprintf(
 			"queue detach raced: %d wakes asked for by a file without its slot, none woke the subqueue", c.Stale))
 	}

@@ -104,7 +104,7 @@ func TestDetachRace(t *testing.T) {
 	assert.Assert(t, l.Balanced(), "%v", l)
 	// vhost calls tun_wake_queue() once per batch of up to guest.Batch.
 	c := tunwake.CheckOwners(t, owners, (last.got+guest.Batch-1)/guest.Batch)
-	if c.Stale > 0 {
+	if c.Stale > 0 && !t.Failed() {
 		observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf(
 			"queue detach raced: %d wakes asked for by vhost on a file without its slot, none woke the subqueue", c.Stale))
 	}
