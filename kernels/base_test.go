@@ -35,7 +35,7 @@ func TestBaseConfig(t *testing.T) {
 }
 
 func TestBuildBase(t *testing.T) {
-	for in, want := range map[string]string{"": BaseDefconfig, BaseMinimal: BaseMinimal, BaseDefconfig: BaseDefconfig} {
+	for in, want := range map[string]string{"": BaseMinimal, BaseMinimal: BaseMinimal, BaseDefconfig: BaseDefconfig} {
 		got, err := BuildOptions{Base: in}.base()
 		assert.NilError(t, err)
 		assert.Check(t, is.Equal(got, want))

@@ -36,8 +36,8 @@ type BuildOptions struct {
 	Name string
 	// Jobs is make's -j; 0 means one per CPU.
 	Jobs int
-	// Base is the config the fragments go on: BaseDefconfig (the
-	// default, also when empty) or BaseMinimal.
+	// Base is the config the fragments go on: BaseMinimal (the
+	// default, also when empty) or BaseDefconfig.
 	Base string
 }
 
@@ -47,16 +47,15 @@ const (
 	BaseDefconfig = "defconfig"
 	// BaseMinimal is allnoconfig and base.config: only what boots the
 	// guest and what the suites need, about half of defconfig's options.
-	// Not yet the default: see base.config.
 	BaseMinimal = "minimal"
 )
 
 func (o BuildOptions) base() (string, error) {
 	switch o.Base {
-	case "", BaseDefconfig:
-		return BaseDefconfig, nil
-	case BaseMinimal:
+	case "", BaseMinimal:
 		return BaseMinimal, nil
+	case BaseDefconfig:
+		return BaseDefconfig, nil
 	}
 	return "", fmt.Errorf("unknown config base %q: use %s or %s", o.Base, BaseMinimal, BaseDefconfig)
 }

@@ -28,8 +28,8 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.Var(&b.config, "config", "extra config fragment merged after the suites' own (repeatable)")
 	fs.StringVar(&b.name, "name", "", "the build's name, run as --kernel build:NAME (default: tree, commit, patches)")
 	fs.IntVar(&b.jobs, "j", 0, "make jobs (default: one per CPU)")
-	fs.StringVar(&b.base, "base", kernels.BaseDefconfig,
-		"config base: defconfig (+ kvm_guest.config) or minimal (allnoconfig + kernels/base.config)")
+	fs.StringVar(&b.base, "base", kernels.BaseMinimal,
+		"config base: minimal (allnoconfig + kernels/base.config) or defconfig (+ kvm_guest.config)")
 }
 
 func (b *buildFlags) options() kernels.BuildOptions {
