@@ -4,7 +4,8 @@
 # (xmitcheck run) and where its tests' time went (xmitcheck bench profile
 # over that run's events), with the date, the machine and its load. With
 # BENCH_TREE=DIR it also times a first `xmitcheck kernels build --tree DIR`,
-# in an empty cache, and a one-file rebuild.
+# in an empty cache, a one-file rebuild, and a bisect step: that rebuild,
+# then ./suites/qdisc on it.
 #   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,16 +65,31 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 		echo "## Kernel build"
 		echo
 		echo "\`$x kernels build --tree $BENCH_TREE\` in an empty cache (default base; load at the start $(load)),"
-		echo "then the same tree with \`--apply scripts/patches/tun-no-second-look.patch\`, one file changed:"
+		echo "then the same tree with \`--apply scripts/patches/tun-no-second-look.patch\`, one file changed,"
+		echo "then a bisect step's test: \`$x run --kernel build:bench-one-file ./suites/qdisc\` on that build"
+		echo "(wall-clock seconds, each step; make's own time in brackets):"
 		echo
+		# Go's build cache stays the machine's: the step times the
+		# kernel, not a first compile of the suites.
+		export GOCACHE="$(go env GOCACHE)"
+		steps=0
 		for step in first one-file; do
 			apply=()
 			[ "$step" = first ] || apply=(--apply scripts/patches/tun-no-second-look.patch)
 			start=$(date +%s)
 			XDG_CACHE_HOME="$cache" "$x" kernels build --tree "$BENCH_TREE" "${apply[@]}" --name "bench-$step" \
 				>"$tmp/build.out" 2>&1
-			echo "    $step: $(( $(date +%s) - start )) s (load at the end $(load))"
+			took=$(( $(date +%s) - start ))
+			steps=$took
+			echo "    $step build: $took s ($(sed -n 's/.*built in \([0-9hms.]*\).*/\1/p' "$tmp/build.out")," \
+				"load at the end $(load))"
 		done
+		start=$(date +%s)
+		rc=0
+		XDG_CACHE_HOME="$cache" "$x" run --kernel build:bench-one-file ./suites/qdisc >"$tmp/qdisc.out" 2>&1 || rc=$?
+		took=$(( $(date +%s) - start ))
+		echo "    ./suites/qdisc: $took s (exit $rc)"
+		echo "    bisect step (one-file build + ./suites/qdisc): $(( steps + took )) s"
 	fi
 } >"$tmp/speed.md"
 mv "$tmp/speed.md" "$out"
