@@ -109,7 +109,7 @@ func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec string) []stri
 	args := []string{"--run", k.Vmlinuz, "--user", "root", "--verbose",
 		"--cpus", fmt.Sprint(job.CPUs), "--memory", fmt.Sprintf("%dM", job.MemoryMB),
 		// See kernelCmdline.
-		"--append", "tsc=reliable no_timer_check"}
+		"--append", "tsc=reliable no_timer_check mitigations=off"}
 	if accel != "kvm" {
 		args = append(args, "--disable-kvm", "--qemu-opts=-accel tcg,thread="+tcgThread(job.SingleThreadTCG))
 	}
