@@ -36,12 +36,14 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "## Every suite"
 	echo
 	echo "\`$x run --kernel $kernel ./suites/...\` (load at the start $(load)): when each test binary ended,"
-	echo "and the run's line."
+	echo "the runner's notes (a binary the emulator killed runs again, and its time counts twice) and the"
+	echo "run's line."
 	echo
 	echo '```'
 	rc=0
 	"$x" run --kernel "$kernel" --events "$tmp/run.events" ./suites/... >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
 	grep -E '^xmitcheck: .*: suites/[a-z]+ .*\(exit [0-9]+\) at ' "$tmp/run.err" | sed 's/^xmitcheck: //' || true
+	grep -E '^xmitcheck: .*(TCG|emulator|booting again)' "$tmp/run.out" "$tmp/run.err" -h | sed 's/^xmitcheck: //' || true
 	grep -E '^[^ ].*: [0-9]+ passed, ' "$tmp/run.out" || true
 	echo '```'
 	[ "$rc" = 0 ] || echo "The run exited $rc: its figures are not a healthy kernel's."
