@@ -20,8 +20,15 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
 )
 
-// detachRaceFor is how long TestDetachRace moves queues under traffic.
-const detachRaceFor = 3 * time.Second
+const (
+	// detachRaceFor is how long TestDetachRace moves queues under traffic.
+	detachRaceFor = 3 * time.Second
+	// detachRaceTries is how many races may run, each on a new rig, until
+	// one whose owner tracer the kernel never skipped judges (PREEMPT_RT
+	// skipped it in 1 of 2 CI rehearsals); the last is judged, losses and
+	// all.
+	detachRaceTries = 3
+)
 
 // TestDetachRace races seed 000's owner check: __tun_wake_queue() wakes a
 // subqueue only for the queue file that owns its slot. A file detached with
@@ -42,6 +49,17 @@ func TestDetachRace(t *testing.T) {
 	observe.Of(t, feature.Seed000Tun)
 	// A P for each sender, each reader, the toggler and this goroutine.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 6)))
+	// Tries run in t itself, not as subtests: a void try is no test of its
+	// own, and a soak would call a subtest that only some rounds ran flaky.
+	for try := 1; detachRace(t, try == detachRaceTries); try++ {
+		t.Logf("try %d of %d void: again on a new rig", try, detachRaceTries)
+	}
+}
+
+// detachRace is one try of TestDetachRace on a rig of its own (kept until
+// t ends). A try whose tracer the kernel skipped is void (it returns true)
+// unless it is the last; what it did to the frames is judged all the same.
+func detachRace(t *testing.T, lastTry bool) (void bool) {
 	o := tapOpts{ring: 8, limit: 1000, flags: tuntap.IFFBackpressure}
 	m := newMQTap(t, o)
 	freed := m.freed(t)
@@ -89,11 +107,16 @@ func TestDetachRace(t *testing.T) {
 	assert.NilError(t, werr, "every queue drained and every frame accounted after the race; %v", l)
 	dropmon.CheckFreed(t, l, last.freed)
 	assert.Assert(t, l.Balanced(), "%v", l)
+	if why, v := tunwake.Void(t, owners); v && !lastTry && !t.Failed() {
+		t.Logf("%s: the owner check cannot be judged", why)
+		return true
+	}
 	c := tunwake.CheckOwners(t, owners, last.read)
 	if c.Stale > 0 && !t.Failed() {
 		observe.Shows(t, feature.Seed000Tun, fmt.Sprintf(
 			"queue detach raced: %d wakes asked for by a file without its slot, none woke the subqueue", c.Stale))
 	}
+	return false
 }
 
 // detachLook is one look at TestDetachRace's tap.

@@ -24,6 +24,11 @@ import (
 const (
 	// detachRaceFor is how long TestDetachRace moves queues under traffic.
 	detachRaceFor = 3 * time.Second
+	// detachRaceTries is how many races may run, each on a new rig, until
+	// one whose owner tracer the kernel never skipped judges (PREEMPT_RT
+	// skipped it in 1 of 8 rounds of debian:7.3-rt); the last is judged,
+	// losses and all.
+	detachRaceTries = 3
 	// detachRaceRing is the tap's ring: small, so that a ring is often
 	// full when its file is detached.
 	detachRaceRing = 8
@@ -53,6 +58,17 @@ func TestDetachRace(t *testing.T) {
 	observe.Of(t, feature.Seed000Vhost)
 	// A P for each sender, each guest, the toggler and this goroutine.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 6)))
+	// Tries run in t itself, not as subtests: a void try is no test of its
+	// own, and a soak would call a subtest that only some rounds ran flaky.
+	for try := 1; detachRace(t, try == detachRaceTries); try++ {
+		t.Logf("try %d of %d void: again on a new rig", try, detachRaceTries)
+	}
+}
+
+// detachRace is one try of TestDetachRace on a rig of its own (kept until
+// t ends). A try whose tracer the kernel skipped is void (it returns true)
+// unless it is the last; what it did to the frames is judged all the same.
+func detachRace(t *testing.T, lastTry bool) (void bool) {
 	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqPfifo, queues: 2, ring: detachRaceRing, spreadWorkers: true})
 	r.steerByStream()
 	freed := r.freed()
@@ -103,11 +119,16 @@ func TestDetachRace(t *testing.T) {
 	dropmon.CheckFreed(t, l, last.freed)
 	assert.Assert(t, l.Balanced(), "%v", l)
 	// vhost calls tun_wake_queue() once per batch of up to guest.Batch.
+	if why, v := tunwake.Void(t, owners); v && !lastTry && !t.Failed() {
+		t.Logf("%s: the owner check cannot be judged", why)
+		return true
+	}
 	c := tunwake.CheckOwners(t, owners, (last.got+guest.Batch-1)/guest.Batch)
 	if c.Stale > 0 && !t.Failed() {
 		observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf(
 			"queue detach raced: %d wakes asked for by vhost on a file without its slot, none woke the subqueue", c.Stale))
 	}
+	return false
 }
 
 // detachLook is one look at TestDetachRace's tap.
