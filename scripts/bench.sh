@@ -74,7 +74,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 		# Go's build cache stays the machine's: the step times the
 		# kernel, not a first compile of the suites.
 		export GOCACHE="$(go env GOCACHE)"
-		steps=0
+		rebuild=0
 		for step in first one-file; do
 			apply=()
 			[ "$step" = first ] || apply=(--apply scripts/patches/tun-no-second-look.patch)
@@ -82,7 +82,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 			XDG_CACHE_HOME="$cache" "$x" kernels build --tree "$BENCH_TREE" "${apply[@]}" --name "bench-$step" \
 				>"$tmp/build.out" 2>&1
 			took=$(( $(date +%s) - start ))
-			steps=$took
+			rebuild=$took # the last, the one-file rebuild
 			echo "    $step build: $took s ($(sed -n 's/.*built in \([0-9hms.]*\).*/\1/p' "$tmp/build.out")," \
 				"load at the end $(load))"
 		done
@@ -91,7 +91,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 		XDG_CACHE_HOME="$cache" "$x" run --kernel build:bench-one-file ./suites/qdisc >"$tmp/qdisc.out" 2>&1 || rc=$?
 		took=$(( $(date +%s) - start ))
 		echo "    ./suites/qdisc: $took s (exit $rc)"
-		echo "    bisect step (one-file build + ./suites/qdisc): $(( steps + took )) s"
+		echo "    bisect step (one-file build + ./suites/qdisc): $(( rebuild + took )) s"
 	fi
 } >"$tmp/speed.md"
 mv "$tmp/speed.md" "$out"

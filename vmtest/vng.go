@@ -108,8 +108,7 @@ func (n *Vng) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*
 func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec string) []string {
 	args := []string{"--run", k.Vmlinuz, "--user", "root", "--verbose",
 		"--cpus", fmt.Sprint(job.CPUs), "--memory", fmt.Sprintf("%dM", job.MemoryMB),
-		// See kernelCmdline.
-		"--append", "tsc=reliable no_timer_check mitigations=off"}
+		"--append", guestTuning}
 	if accel != "kvm" {
 		args = append(args, "--disable-kvm", "--qemu-opts=-accel tcg,thread="+tcgThread(job.SingleThreadTCG))
 	}

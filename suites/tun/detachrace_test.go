@@ -107,7 +107,7 @@ func detachRace(t *testing.T, lastTry bool) (void bool) {
 	assert.NilError(t, werr, "every queue drained and every frame accounted after the race; %v", l)
 	dropmon.CheckFreed(t, l, last.freed)
 	assert.Assert(t, l.Balanced(), "%v", l)
-	if why, v := tunwake.Void(t, owners); v && !lastTry && !t.Failed() {
+	if why, v := owners.Void(); v && !lastTry && !t.Failed() {
 		t.Logf("%s: the owner check cannot be judged", why)
 		return true
 	}

@@ -118,11 +118,11 @@ func detachRace(t *testing.T, lastTry bool) (void bool) {
 	assert.NilError(t, werr, "every queue drained and every frame accounted after the race; %v", l)
 	dropmon.CheckFreed(t, l, last.freed)
 	assert.Assert(t, l.Balanced(), "%v", l)
-	// vhost calls tun_wake_queue() once per batch of up to guest.Batch.
-	if why, v := tunwake.Void(t, owners); v && !lastTry && !t.Failed() {
+	if why, v := owners.Void(); v && !lastTry && !t.Failed() {
 		t.Logf("%s: the owner check cannot be judged", why)
 		return true
 	}
+	// vhost calls tun_wake_queue() once per batch of up to guest.Batch.
 	c := tunwake.CheckOwners(t, owners, (last.got+guest.Batch-1)/guest.Batch)
 	if c.Stale > 0 && !t.Failed() {
 		observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf(
