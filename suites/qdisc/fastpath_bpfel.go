@@ -48,6 +48,7 @@ type fastpathCounts struct {
 	Unread   uint64
 	Deep     uint64
 	Vanished uint64
+	Unheld   uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -26,9 +26,9 @@ const (
 	// fastPathBeat is how often the test says how far it got.
 	fastPathBeat = 10 * time.Second
 	// fastPathTries is how many loads may run, each with a new tracer,
-	// until one whose programs the kernel never skipped (recursion misses,
-	// which PREEMPT_RT under load makes common: 4 of 6 rounds of a soak
-	// beside a kernel build) judges; the last is judged, losses and all.
+	// until one whose tracer missed nothing (fastPathTracer.misses) judges;
+	// the last is judged, losses and all. Its fentry programs, before the
+	// kprobes, were skipped on PREEMPT_RT in 4 of 6 rounds of a soak.
 	fastPathTries = 3
 	// devWeightSysctl sets dev_tx_weight, the packets __qdisc_run() sends
 	// before it hands the qdisc back with __netif_schedule().
@@ -59,7 +59,7 @@ func TestFastPath(t *testing.T) {
 			// A try whose tracer the kernel skipped cannot judge the seed,
 			// but what it did to the frames stands.
 			assert.NilError(t, run.stranded, "frames stranded after the senders stopped (lost wake-up?); %v", run.c)
-			t.Logf("try %d of %d void: the kernel skipped the tracer's programs (%s): again", try, fastPathTries, run.lost)
+			t.Logf("try %d of %d void: the tracer missed events (%s): again", try, fastPathTries, run.lost)
 		}
 	})
 }
@@ -71,7 +71,7 @@ type fastPathRun struct {
 	stranded error // the backlog did not drain or the ledger did not balance
 	elapsed  time.Duration
 	senders  int
-	skipped  uint64 // runs of the tracer's programs the kernel skipped
+	skipped  uint64 // events the tracer missed (fastPathTracer.misses)
 	lost     string // which, named
 }
 
@@ -102,8 +102,9 @@ func watchFastPath(t *testing.T, r *rig, n int) fastPathRun {
 	run.s, run.stranded = r.settle(testContext(t), handed, l.lo, l.hi, base)
 	run.c, err = tr.counts()
 	assert.NilError(t, err)
-	run.skipped, run.lost, err = tr.misses()
-	assert.NilError(t, err)
+	if run.skipped, run.lost, err = tr.misses(); err != nil {
+		observe.Fault(t, feature.Instrument, "%v", err)
+	}
 	return run
 }
 
@@ -122,8 +123,7 @@ func judgeFastPath(t *testing.T, run fastPathRun) {
 	t.Logf("%v, %d senders: %v; %v", run.elapsed.Round(time.Millisecond), run.senders, c, run.s)
 	assert.NilError(t, run.stranded, "frames stranded after the senders stopped (lost wake-up?); %v", c)
 	if run.skipped > 0 {
-		observe.Lost(t, "bpf/fastpath.c: the kernel skipped its programs %d times (recursion misses: %s): "+
-			"its counts are short", run.skipped, run.lost)
+		observe.Lost(t, "bpf/fastpath.c missed %d events (%s): its counts are short", run.skipped, run.lost)
 		return
 	}
 	if c.Unread != 0 || c.Deep != 0 {

@@ -3,6 +3,7 @@ package qdisc
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"structs"
 	"testing"
@@ -10,7 +11,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
@@ -18,14 +21,27 @@ import (
 type fastPathTracer struct {
 	objs  fastpathObjects
 	links []link.Link
+	// probes are the links of the kprobes and kretprobes, named by what
+	// they trace.
+	probes map[string]link.Link
 }
 
-// watchMisses makes tb an instrument fault if the kernel skipped any of
-// the tracer's programs (instrument.WatchMisses).
+// watchMisses makes tb an instrument fault if the tracer missed anything
+// from now until tb ends (fastPathTracer.misses).
 func (tr *fastPathTracer) watchMisses(tb testing.TB) {
-	for _, prog := range tr.programs() {
-		instrument.WatchMisses(tb, "bpf/fastpath.c's "+prog.String(), prog)
+	before, _, err := tr.misses()
+	if err != nil {
+		observe.Fault(tb, feature.Environment, "%v", err)
 	}
+	tb.Cleanup(func() {
+		after, named, err := tr.misses()
+		switch {
+		case err != nil:
+			observe.Lost(tb, "%v", err)
+		case after > before:
+			observe.Lost(tb, "bpf/fastpath.c missed %d events (%s): its counts are short", after-before, named)
+		}
+	})
 }
 
 func (tr *fastPathTracer) programs() []*ebpf.Program {
@@ -33,21 +49,39 @@ func (tr *fastPathTracer) programs() []*ebpf.Program {
 	return []*ebpf.Program{p.ScheduleEnter, p.ScheduleExit, p.WakeEnter, p.WakeExit, p.NetTxRaise}
 }
 
-// misses sums the recursion misses of the tracer's programs, each named:
-// the runs the kernel skipped.
+// misses sums, each named, what the tracer missed since it was loaded:
+// runs of its programs the kernel skipped (recursion misses), hits of its
+// probes the kernel missed (instrument.ProbeMisses), and calls it could
+// not follow for want of a slot.
 func (tr *fastPathTracer) misses() (uint64, string, error) {
 	var n uint64
 	var named []string
+	add := func(what string, m uint64) {
+		if m > 0 {
+			n += m
+			named = append(named, fmt.Sprintf("%s %d", what, m))
+		}
+	}
 	for _, prog := range tr.programs() {
 		m, err := instrument.Misses(prog)
 		if err != nil {
 			return 0, "", err
 		}
-		if m > 0 {
-			n += m
-			named = append(named, fmt.Sprintf("%v %d", prog, m))
-		}
+		add(prog.String()+" skipped", m)
 	}
+	for what, l := range tr.probes {
+		m, err := instrument.ProbeMisses(l)
+		if err != nil {
+			return 0, "", err
+		}
+		add(what+" missed", m)
+	}
+	c, err := tr.counts()
+	if err != nil {
+		return 0, "", err
+	}
+	add("calls without a slot", c.Unheld)
+	slices.Sort(named)
 	return n, strings.Join(named, ", "), nil
 }
 
@@ -60,20 +94,37 @@ func attachFastPath(ifindex int) (*fastPathTracer, error) {
 	if err := spec.Variables[fastpathVarIfindex].Set(uint32(ifindex)); err != nil {
 		return nil, fmt.Errorf("set ifindex of the fast path tracer: %w", err)
 	}
-	tr := &fastPathTracer{}
+	tr := &fastPathTracer{probes: map[string]link.Link{}}
 	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
-		return nil, fmt.Errorf("load bpf/fastpath.c (fentry/fexit on __netif_schedule and netif_tx_wake_queue, "+
-			"tp_btf/softirq_raise; needs BTF): %w", err)
+		return nil, fmt.Errorf("load bpf/fastpath.c (kprobes and kretprobes on __netif_schedule and "+
+			"netif_tx_wake_queue, tp_btf/softirq_raise; needs BTF): %w", err)
 	}
 	p := tr.objs.fastpathPrograms
-	for _, prog := range []*ebpf.Program{p.ScheduleEnter, p.ScheduleExit, p.WakeEnter, p.WakeExit, p.NetTxRaise} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	for _, a := range []struct {
+		fn     string
+		prog   *ebpf.Program
+		attach func(string, *ebpf.Program, *link.KprobeOptions) (link.Link, error)
+		what   string
+	}{
+		{"__netif_schedule", p.ScheduleEnter, link.Kprobe, "kprobe"},
+		{"__netif_schedule", p.ScheduleExit, link.Kretprobe, "kretprobe"},
+		{"netif_tx_wake_queue", p.WakeEnter, link.Kprobe, "kprobe"},
+		{"netif_tx_wake_queue", p.WakeExit, link.Kretprobe, "kretprobe"},
+	} {
+		l, err := a.attach(a.fn, a.prog, nil)
 		if err != nil {
 			tr.Close()
-			return nil, fmt.Errorf("attach %v: %w", prog, err)
+			return nil, fmt.Errorf("attach %v as a %s on %s: %w", a.prog, a.what, a.fn, err)
 		}
 		tr.links = append(tr.links, l)
+		tr.probes[a.what+" "+a.fn] = l
 	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: p.NetTxRaise})
+	if err != nil {
+		tr.Close()
+		return nil, fmt.Errorf("attach %v: %w", p.NetTxRaise, err)
+	}
+	tr.links = append(tr.links, l)
 	return tr, nil
 }
 
@@ -108,13 +159,14 @@ type fastPathCounts struct {
 	// Locked are __netif_schedule() calls of the qdisc lock holder, Wake
 	// the wake-ups of the stopped queue.
 	Locked, Wake callClass
-	// Raises counts every NET_TX raise; Unread the frames at the list's
-	// head the tracer could not identify in a lock holder's call, Deep its
-	// walks of the list cut short: both leave calls undecided, and the
-	// test wants none. Vanished are such frames in wake-ups, which hold no
-	// lock: the frame left the list under the read, and the call, like an
-	// emptied one, says nothing.
-	Raises, Unread, Deep, Vanished uint64
+	// Raises counts every NET_TX raise; Unheld the calls on the qdisc the
+	// tracer could not follow (misses counts them). Unread are the frames
+	// at the list's head the tracer could not identify in a lock holder's
+	// call, Deep its walks of the list cut short: both leave calls
+	// undecided, and the test wants none. Vanished are such frames in
+	// wake-ups, which hold no lock: the frame left the list under the
+	// read, and the call, like an emptied one, says nothing.
+	Raises, Unheld, Unread, Deep, Vanished uint64
 }
 
 // counts sums the programs' counters over all CPUs.
@@ -128,6 +180,7 @@ func (tr *fastPathTracer) counts() (fastPathCounts, error) {
 		sum.Locked.add(callClass(c.Locked))
 		sum.Wake.add(callClass(c.Wake))
 		sum.Raises += c.Raises
+		sum.Unheld += c.Unheld
 		sum.Unread += c.Unread
 		sum.Deep += c.Deep
 		sum.Vanished += c.Vanished

@@ -30,11 +30,17 @@
 // SCHED: such a call can be neither emptied nor, before the seed, declined.
 // A wake-up (veth_poll) holds no lock.
 //
-// The calls run with BH disabled (the NAPI poll, the qdisc lock holder), so
-// a call's entry and exit happen on one CPU with nothing but interrupts
-// between them; the per-CPU call slot relies on that.
+// A call is followed from entry to exit by the task that makes it, never
+// by CPU: on PREEMPT_RT without the softirq lock (7.3-rt), a task inside a
+// call with BH disabled can be preempted by another that makes one on the
+// same CPU. The entries and exits are kprobes and kretprobes, which run
+// with preemption disabled: a fentry program is preemptible there, and the
+// kernel skips the program in a task that preempted another inside it.
+// What can still be missed (a probe hit inside another, a return without a
+// free instance, a call whose task has no slot) is counted and reported.
 
 #include <linux/bpf.h>
+#include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
@@ -96,9 +102,10 @@ struct counts {
 	__u64 unread;        // lock holder's calls: frames at the head at entry that could not be read
 	__u64 deep;          // walks of defer_list cut at WALK_MAX nodes
 	__u64 vanished;      // wake-ups: frames at the head at entry that could not be read
+	__u64 unheld;        // calls not followed: no slot for their task in the calls map
 };
 
-// call is the call in progress on a CPU.
+// call is the call in progress in a task.
 struct call {
 	__u64 q;        // the qdisc; 0: another device's, or a wake-up of a running queue
 	__u64 frame[2]; // stream and sequence number of the frame at defer_list's head at entry
@@ -116,10 +123,12 @@ struct {
 	__type(value, struct counts);
 } counts SEC(".maps");
 
+// calls holds the calls in progress, by task_struct address: pid 0 is
+// every CPU's idle task, where softirqs run too.
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
 	__type(value, struct call);
 } calls SEC(".maps");
 
@@ -197,29 +206,48 @@ static __always_inline void note(struct call *c, struct Qdisc *q, struct counts 
 	}
 }
 
+// current_call is the calling task's call in progress, or 0.
+static __always_inline struct call *current_call(void)
+{
+	__u64 task = bpf_get_current_task();
+
+	return bpf_map_lookup_elem(&calls, &task);
+}
+
 static __always_inline void enter(struct Qdisc *q, int wake)
 {
 	__u32 zero = 0;
-	struct call *c = bpf_map_lookup_elem(&calls, &zero);
 	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
 	__u64 *g = bpf_map_lookup_elem(&gen, &zero);
+	__u64 task = bpf_get_current_task();
+	struct call fresh = {}, *c;
 
-	if (!c || !n || !g)
+	if (!n || !g)
 		return;
-	if (c->depth++ > 0) {
+	c = bpf_map_lookup_elem(&calls, &task);
+	if (c) {
 		// The wake-up's __netif_schedule(), where it is not inlined:
 		// closer to the function's own read of the list.
+		c->depth++;
 		if (c->q && c->q == (__u64)q && !c->scheduled)
 			note(c, q, n);
 		return;
 	}
-	c->q = 0;
-	if (!q || BPF_CORE_READ(q, dev_queue, dev, ifindex) != ifindex)
+	fresh.depth = 1;
+	if (q && BPF_CORE_READ(q, dev_queue, dev, ifindex) == ifindex) {
+		fresh.q = (__u64)q;
+		fresh.wake = wake;
+		fresh.gen = *g;
+	}
+	// Every call gets a slot, the device's or not, so that a nested one
+	// is told from a first.
+	if (bpf_map_update_elem(&calls, &task, &fresh, BPF_NOEXIST) || !(c = bpf_map_lookup_elem(&calls, &task))) {
+		if (fresh.q)
+			n->unheld++;
 		return;
-	c->q = (__u64)q;
-	c->wake = wake;
-	c->scheduled = 0;
-	c->gen = *g;
+	}
+	if (!c->q)
+		return;
 	class_of(n, c)->calls++;
 	note(c, q, n);
 }
@@ -227,43 +255,46 @@ static __always_inline void enter(struct Qdisc *q, int wake)
 static __always_inline void leave(void)
 {
 	__u32 zero = 0;
-	struct call *c = bpf_map_lookup_elem(&calls, &zero);
 	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
 	__u64 *g = bpf_map_lookup_elem(&gen, &zero);
+	__u64 task = bpf_get_current_task();
+	struct call *c = bpf_map_lookup_elem(&calls, &task);
 	struct class *k;
 
-	if (!c || !n || !g || c->depth == 0)
+	if (!c || !n || !g)
 		return;
-	if (--c->depth > 0 || !c->q)
+	if (--c->depth > 0)
 		return;
-	k = class_of(n, c);
-	if (c->candidate)
-		k->candidates++;
-	if (c->candidate && !c->scheduled) {
-		if (sched_set((struct Qdisc *)c->q) || *g != c->gen)
-			k->contested++;
-		else
-			k->declined++;
+	if (c->q) {
+		k = class_of(n, c);
+		if (c->candidate)
+			k->candidates++;
+		if (c->candidate && !c->scheduled) {
+			if (sched_set((struct Qdisc *)c->q) || *g != c->gen)
+				k->contested++;
+			else
+				k->declined++;
+		}
 	}
-	c->q = 0;
+	bpf_map_delete_elem(&calls, &task);
 }
 
-SEC("fentry/__netif_schedule")
-int BPF_PROG(schedule_enter, struct Qdisc *q)
+SEC("kprobe/__netif_schedule")
+int BPF_KPROBE(schedule_enter, struct Qdisc *q)
 {
 	enter(q, 0);
 	return 0;
 }
 
-SEC("fexit/__netif_schedule")
-int BPF_PROG(schedule_exit, struct Qdisc *q)
+SEC("kretprobe/__netif_schedule")
+int BPF_KRETPROBE(schedule_exit)
 {
 	leave();
 	return 0;
 }
 
-SEC("fentry/netif_tx_wake_queue")
-int BPF_PROG(wake_enter, struct netdev_queue *txq)
+SEC("kprobe/netif_tx_wake_queue")
+int BPF_KPROBE(wake_enter, struct netdev_queue *txq)
 {
 	struct Qdisc *q = 0;
 
@@ -274,28 +305,31 @@ int BPF_PROG(wake_enter, struct netdev_queue *txq)
 	return 0;
 }
 
-SEC("fexit/netif_tx_wake_queue")
-int BPF_PROG(wake_exit, struct netdev_queue *txq)
+SEC("kretprobe/netif_tx_wake_queue")
+int BPF_KRETPROBE(wake_exit)
 {
 	leave();
 	return 0;
 }
 
-// A NET_TX raise on a CPU in a call on q, with SCHED now set, is the call
+// A NET_TX raise in a task in a call on q, with SCHED now set, is the call
 // scheduling q (__netif_reschedule() raises it with interrupts off).
 SEC("tp_btf/softirq_raise")
 int BPF_PROG(net_tx_raise, unsigned int vec)
 {
 	__u32 zero = 0;
 	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
-	struct call *c = bpf_map_lookup_elem(&calls, &zero);
 	__u64 *g = bpf_map_lookup_elem(&gen, &zero);
+	struct call *c;
 	struct Qdisc *q;
 	struct class *k;
 
-	if (vec != NET_TX_SOFTIRQ || !n || !c || !g)
+	if (vec != NET_TX_SOFTIRQ || !n || !g)
 		return 0;
 	n->raises++;
+	c = current_call();
+	if (!c)
+		return 0;
 	q = (struct Qdisc *)c->q;
 	if (!q || c->scheduled || !sched_set(q))
 		return 0;
