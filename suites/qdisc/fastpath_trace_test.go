@@ -3,8 +3,6 @@ package qdisc
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"structs"
 	"testing"
 
@@ -19,11 +17,9 @@ import (
 
 // fastPathTracer runs bpf/fastpath.c on one device's root qdisc.
 type fastPathTracer struct {
-	objs  fastpathObjects
-	links []link.Link
-	// probes are the links of the kprobes and kretprobes, named by what
-	// they trace.
-	probes map[string]link.Link
+	objs   fastpathObjects
+	links  []link.Link
+	losses *instrument.Losses
 }
 
 // watchMisses makes tb an instrument fault if the tracer missed anything
@@ -44,45 +40,24 @@ func (tr *fastPathTracer) watchMisses(tb testing.TB) {
 	})
 }
 
-func (tr *fastPathTracer) programs() []*ebpf.Program {
-	p := tr.objs.fastpathPrograms
-	return []*ebpf.Program{p.ScheduleEnter, p.ScheduleExit, p.WakeEnter, p.WakeExit, p.NetTxRaise}
-}
-
-// misses sums, each named, what the tracer missed since it was loaded:
-// runs of its programs the kernel skipped (recursion misses), hits of its
-// probes the kernel missed (instrument.ProbeMisses), and calls it could
-// not follow for want of a slot.
+// misses sums, each named, what the tracer missed since it was attached:
+// runs of its programs the kernel skipped, hits of its probes the kernel
+// missed (instrument.Losses), and calls it could not follow for want of a
+// slot.
 func (tr *fastPathTracer) misses() (uint64, string, error) {
-	var n uint64
-	var named []string
-	add := func(what string, m uint64) {
-		if m > 0 {
-			n += m
-			named = append(named, fmt.Sprintf("%s %d", what, m))
-		}
-	}
-	for _, prog := range tr.programs() {
-		m, err := instrument.Misses(prog)
-		if err != nil {
-			return 0, "", err
-		}
-		add(prog.String()+" skipped", m)
-	}
-	for what, l := range tr.probes {
-		m, err := instrument.ProbeMisses(l)
-		if err != nil {
-			return 0, "", err
-		}
-		add(what+" missed", m)
+	lost, err := tr.losses.Since()
+	if err != nil {
+		return 0, "", err
 	}
 	c, err := tr.counts()
 	if err != nil {
 		return 0, "", err
 	}
-	add("calls without a slot", c.Unheld)
-	slices.Sort(named)
-	return n, strings.Join(named, ", "), nil
+	if c.Unheld > 0 {
+		lost["calls without a slot"] = c.Unheld
+	}
+	n, named := instrument.Sum(lost)
+	return n, named, nil
 }
 
 func attachFastPath(ifindex int) (*fastPathTracer, error) {
@@ -94,30 +69,23 @@ func attachFastPath(ifindex int) (*fastPathTracer, error) {
 	if err := spec.Variables[fastpathVarIfindex].Set(uint32(ifindex)); err != nil {
 		return nil, fmt.Errorf("set ifindex of the fast path tracer: %w", err)
 	}
-	tr := &fastPathTracer{probes: map[string]link.Link{}}
+	tr := &fastPathTracer{}
 	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
 		return nil, fmt.Errorf("load bpf/fastpath.c (kprobes and kretprobes on __netif_schedule and "+
 			"netif_tx_wake_queue, tp_btf/softirq_raise; needs BTF): %w", err)
 	}
 	p := tr.objs.fastpathPrograms
-	for _, a := range []struct {
-		fn     string
-		prog   *ebpf.Program
-		attach func(string, *ebpf.Program, *link.KprobeOptions) (link.Link, error)
-		what   string
-	}{
-		{"__netif_schedule", p.ScheduleEnter, link.Kprobe, "kprobe"},
-		{"__netif_schedule", p.ScheduleExit, link.Kretprobe, "kretprobe"},
-		{"netif_tx_wake_queue", p.WakeEnter, link.Kprobe, "kprobe"},
-		{"netif_tx_wake_queue", p.WakeExit, link.Kretprobe, "kretprobe"},
-	} {
-		l, err := a.attach(a.fn, a.prog, nil)
-		if err != nil {
-			tr.Close()
-			return nil, fmt.Errorf("attach %v as a %s on %s: %w", a.prog, a.what, a.fn, err)
-		}
+	probes, err := instrument.AttachProbes(
+		instrument.Probe{Func: "__netif_schedule", Prog: p.ScheduleEnter},
+		instrument.Probe{Func: "__netif_schedule", Prog: p.ScheduleExit, Return: true},
+		instrument.Probe{Func: "netif_tx_wake_queue", Prog: p.WakeEnter},
+		instrument.Probe{Func: "netif_tx_wake_queue", Prog: p.WakeExit, Return: true})
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	for _, l := range probes {
 		tr.links = append(tr.links, l)
-		tr.probes[a.what+" "+a.fn] = l
 	}
 	l, err := link.AttachTracing(link.TracingOptions{Program: p.NetTxRaise})
 	if err != nil {
@@ -125,6 +93,11 @@ func attachFastPath(ifindex int) (*fastPathTracer, error) {
 		return nil, fmt.Errorf("attach %v: %w", p.NetTxRaise, err)
 	}
 	tr.links = append(tr.links, l)
+	progs := []*ebpf.Program{p.ScheduleEnter, p.ScheduleExit, p.WakeEnter, p.WakeExit, p.NetTxRaise}
+	if tr.losses, err = instrument.NewLosses(progs, probes); err != nil {
+		tr.Close()
+		return nil, err
+	}
 	return tr, nil
 }
 

@@ -24,9 +24,9 @@ const (
 	// detachRaceFor is how long TestDetachRace moves queues under traffic.
 	detachRaceFor = 3 * time.Second
 	// detachRaceTries is how many races may run, each on a new rig, until
-	// one whose owner tracer the kernel never skipped judges (PREEMPT_RT
-	// skipped it in 1 of 2 CI rehearsals); the last is judged, losses and
-	// all.
+	// one whose owner tracer missed nothing judges (its fentry programs,
+	// before the kprobes, were skipped on PREEMPT_RT in 1 of 2 CI
+	// rehearsals); the last is judged, losses and all.
 	detachRaceTries = 3
 )
 
@@ -57,7 +57,7 @@ func TestDetachRace(t *testing.T) {
 }
 
 // detachRace is one try of TestDetachRace on a rig of its own (kept until
-// t ends). A try whose tracer the kernel skipped is void (it returns true)
+// t ends). A try whose tracer missed events is void (it returns true)
 // unless it is the last; what it did to the frames is judged all the same.
 func detachRace(t *testing.T, lastTry bool) (void bool) {
 	o := tapOpts{ring: 8, limit: 1000, flags: tuntap.IFFBackpressure}

@@ -25,17 +25,17 @@ const (
 	// detachRaceFor is how long TestDetachRace moves queues under traffic.
 	detachRaceFor = 3 * time.Second
 	// detachRaceTries is how many races may run, each on a new rig, until
-	// one whose owner tracer the kernel never skipped judges (PREEMPT_RT
-	// skipped it in 1 of 8 rounds of debian:7.3-rt); the last is judged,
-	// losses and all.
+	// one whose owner tracer missed nothing judges (its fentry programs,
+	// before the kprobes, were skipped on PREEMPT_RT in 1 of 8 rounds of
+	// debian:7.3-rt); the last is judged, losses and all.
 	detachRaceTries = 3
 	// detachRaceRing is the tap's ring: small, so that a ring is often
 	// full when its file is detached.
 	detachRaceRing = 8
 	// detachRacePause is how long a guest that found nothing sleeps, so
 	// that it leaves the CPU to vhost's workers: on PREEMPT_RT a worker
-	// preempted inside a run of the tracer's programs makes the kernel skip
-	// the run another task starts on that CPU (recursion misses).
+	// preempted inside a run of the tracer's fentry programs made the
+	// kernel skip the run another task started on that CPU.
 	detachRacePause = 100 * time.Microsecond
 )
 
@@ -66,7 +66,7 @@ func TestDetachRace(t *testing.T) {
 }
 
 // detachRace is one try of TestDetachRace on a rig of its own (kept until
-// t ends). A try whose tracer the kernel skipped is void (it returns true)
+// t ends). A try whose tracer missed events is void (it returns true)
 // unless it is the last; what it did to the frames is judged all the same.
 func detachRace(t *testing.T, lastTry bool) (void bool) {
 	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqPfifo, queues: 2, ring: detachRaceRing, spreadWorkers: true})

@@ -3,6 +3,7 @@ package instrument
 import (
 	"fmt"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
 
@@ -26,4 +27,40 @@ func ProbeMisses(l link.Link) (uint64, error) {
 			"it reports kprobe misses from 6.7 on)", l, info.Type)
 	}
 	return pe.Kprobe().Missed, nil
+}
+
+// Probe is a program to attach at a kernel function's entry (a kprobe) or
+// return (a kretprobe, with Return).
+type Probe struct {
+	Func   string
+	Prog   *ebpf.Program
+	Return bool
+}
+
+func (p Probe) String() string {
+	if p.Return {
+		return "kretprobe " + p.Func
+	}
+	return "kprobe " + p.Func
+}
+
+// AttachProbes attaches every probe and returns the links by Probe.String;
+// on an error, it closes those it attached.
+func AttachProbes(probes ...Probe) (map[string]link.Link, error) {
+	links := map[string]link.Link{}
+	for _, p := range probes {
+		attach := link.Kprobe
+		if p.Return {
+			attach = link.Kretprobe
+		}
+		l, err := attach(p.Func, p.Prog, nil)
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			return nil, fmt.Errorf("attach %v as a %v: %w", p.Prog, p, err)
+		}
+		links[p.String()] = l
+	}
+	return links, nil
 }

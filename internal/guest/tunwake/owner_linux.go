@@ -17,15 +17,14 @@ import (
 
 // Owners runs bpf/owner.c on one tap, of any number of queues.
 type Owners struct {
-	objs  ownerObjects
-	links []link.Link
-	// misses are the programs' recursion misses when attached.
-	misses []uint64
+	objs   ownerObjects
+	links  map[string]link.Link
+	losses *instrument.Losses
 }
 
 // TraceOwners attaches bpf/owner.c to the tap ifindex of the namespace ns
 // (a namespace file descriptor) until tb ends; a tracer that cannot load
-// is an environment fault, one the kernel skipped an instrument fault.
+// is an environment fault, one that missed events an instrument fault.
 func TraceOwners(tb testing.TB, ns, ifindex int) *Owners {
 	tb.Helper()
 	o, err := AttachOwners(ns, ifindex)
@@ -54,40 +53,21 @@ func AttachOwners(ns, ifindex int) (*Owners, error) {
 	}
 	o := &Owners{}
 	if err := spec.LoadAndAssign(&o.objs, nil); err != nil {
-		return nil, fmt.Errorf("load bpf/owner.c (fentry on tun's __tun_wake_queue; needs BTF): %w", err)
+		return nil, fmt.Errorf("load bpf/owner.c (kprobes on tun's __tun_wake_queue and netif_tx_wake_queue; "+
+			"needs BTF): %w", err)
 	}
-	for _, p := range o.programs() {
-		l, err := link.AttachTracing(link.TracingOptions{Program: p})
-		if err != nil {
-			o.Close()
-			return nil, fmt.Errorf("attach %v: %w", p, err)
-		}
-		o.links = append(o.links, l)
-		n, err := instrument.Misses(p)
-		if err != nil {
-			o.Close()
-			return nil, err
-		}
-		o.misses = append(o.misses, n)
+	o.links, err = instrument.AttachProbes(
+		instrument.Probe{Func: "__tun_wake_queue", Prog: o.objs.OwnerEntry},
+		instrument.Probe{Func: "__tun_wake_queue", Prog: o.objs.OwnerExit, Return: true},
+		instrument.Probe{Func: "netif_tx_wake_queue", Prog: o.objs.OwnerWake})
+	if err == nil {
+		o.losses, err = instrument.NewLosses(o.programs(), o.links)
+	}
+	if err != nil {
+		o.Close()
+		return nil, err
 	}
 	return o, nil
-}
-
-// skipped is how many runs the kernel skipped of each program since it
-// was attached (recursion misses: on PREEMPT_RT another task entered the
-// program on a CPU where a run of it was preempted), named.
-func (o *Owners) skipped() (map[string]uint64, error) {
-	lost := map[string]uint64{}
-	for i, p := range o.programs() {
-		n, err := instrument.Misses(p)
-		if err != nil {
-			return nil, err
-		}
-		if n > o.misses[i] {
-			lost[p.String()] = n - o.misses[i]
-		}
-	}
-	return lost, nil
 }
 
 func (o *Owners) programs() []*ebpf.Program {
@@ -121,14 +101,15 @@ func CheckOwners(t *testing.T, o *Owners, minCalls uint64) OwnerCalls {
 	c, err := o.Counts()
 	assert.NilError(t, err)
 	t.Logf("owner check: %v (the consumers made at least %d calls)", c, minCalls)
-	skipped, err := o.skipped()
+	lost, err := o.losses.Since()
+	n, named := instrument.Sum(lost)
 	switch {
 	case err != nil:
 		observe.Lost(t, "bpf/owner.c: %v", err)
-	case len(skipped) > 0:
-		// A skipped exit leaves a task marked inside a stale call, a skipped
+	case n > 0:
+		// A missed exit leaves a task marked inside a stale call, a missed
 		// wake is one not seen: the tally proves nothing either way.
-		observe.Lost(t, "bpf/owner.c: the kernel skipped its programs (recursion misses): %v; %v", skipped, c)
+		observe.Lost(t, "bpf/owner.c missed %d events (%s); %v", n, named, c)
 	case c.Lost > 0:
 		observe.Lost(t, "bpf/owner.c lost %d calls: %v", c.Lost, c)
 	case c.Calls < minCalls:
@@ -139,16 +120,17 @@ func CheckOwners(t *testing.T, o *Owners, minCalls uint64) OwnerCalls {
 	return c
 }
 
-// Void reports why o cannot judge this run: the kernel skipped runs of
-// its programs (recursion misses, which PREEMPT_RT makes common). A test
-// that may run again logs it and tries anew; CheckOwners judges the last
-// try, losses and all (and reports an error reading the misses).
+// Void reports why o cannot judge this run: it missed events
+// (instrument.Losses). A test that may run again logs it and tries anew;
+// CheckOwners judges the last try, losses and all (and reports an error
+// reading them).
 func (o *Owners) Void() (why string, void bool) {
-	skipped, err := o.skipped()
-	if err != nil || len(skipped) == 0 {
+	lost, err := o.losses.Since()
+	if err != nil || len(lost) == 0 {
 		return "", false
 	}
-	return fmt.Sprintf("the kernel skipped bpf/owner.c's programs (recursion misses): %v", skipped), true
+	n, named := instrument.Sum(lost)
+	return fmt.Sprintf("bpf/owner.c missed %d events (%s)", n, named), true
 }
 
 // Close detaches and unloads the programs.

@@ -1,7 +1,7 @@
 // Package tunwake watches the consumer's side of seed 000, whoever the
 // consumer is: a read(2) of the tap or vhost-net. bpf/wake.c counts the
 // wakes of a single-queue tap's stopped txq, and those that left a full
-// ring (fexit on netif_tx_wake_queue()): with IFF_BACKPRESSURE and a qdisc
+// ring (a kprobe and kretprobe on netif_tx_wake_queue()): with IFF_BACKPRESSURE and a qdisc
 // each tun drop needs such a wake (bpf/wake.c says why), so a race test
 // bounds tun's drops by them. bpf/owner.c follows __tun_wake_queue() on a
 // tap of any number of queues and counts the wakes made for a queue file
@@ -15,10 +15,12 @@ type Wakes struct {
 	All    uint64 // netif_tx_wake_queue() calls for the tap (a consumer calls it on a stopped queue)
 	Full   uint64 // of them, with the ring full at exit
 	Unread uint64 // wakes whose ring could not be read (not in Full)
+	Unheld uint64 // wakes whose queue could not be kept for the exit (not in All)
 }
 
 func (w Wakes) String() string {
-	return fmt.Sprintf("%d wakes, %d of them leaving a full ring, %d unread", w.All, w.Full, w.Unread)
+	return fmt.Sprintf("%d wakes, %d of them leaving a full ring, %d unread, %d unheld",
+		w.All, w.Full, w.Unread, w.Unheld)
 }
 
 // OwnerCalls is bpf/owner.c's tally summed over CPUs.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"gotest.tools/v3/assert"
@@ -19,13 +20,14 @@ import (
 
 // Tracer runs bpf/wake.c on one single-queue tap.
 type Tracer struct {
-	objs wakeObjects
-	link link.Link
+	objs   wakeObjects
+	links  map[string]link.Link
+	losses *instrument.Losses
 }
 
 // Trace attaches bpf/wake.c to the tap ifindex of the namespace ns (a
 // namespace file descriptor) until tb ends; a tracer that cannot load is
-// an environment fault, one the kernel skipped an instrument fault.
+// an environment fault, one that missed events an instrument fault.
 func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 	tb.Helper()
 	tr, err := Attach(ns, ifindex)
@@ -33,7 +35,7 @@ func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 		observe.Fault(tb, feature.Environment, "%v", err)
 	}
 	tb.Cleanup(func() { tr.Close() })
-	instrument.WatchMisses(tb, "tunwake's "+tr.objs.WakeExit.String(), tr.objs.WakeExit)
+	instrument.WatchLosses(tb, "bpf/wake.c", tr.losses)
 	return tr
 }
 
@@ -55,11 +57,17 @@ func Attach(ns, ifindex int) (*Tracer, error) {
 	}
 	tr := &Tracer{}
 	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
-		return nil, fmt.Errorf("load bpf/wake.c (fexit on netif_tx_wake_queue; needs BTF): %w", err)
+		return nil, fmt.Errorf("load bpf/wake.c (kprobe and kretprobe on netif_tx_wake_queue; needs BTF): %w", err)
 	}
-	if tr.link, err = link.AttachTracing(link.TracingOptions{Program: tr.objs.WakeExit}); err != nil {
+	tr.links, err = instrument.AttachProbes(
+		instrument.Probe{Func: "netif_tx_wake_queue", Prog: tr.objs.WakeEnter},
+		instrument.Probe{Func: "netif_tx_wake_queue", Prog: tr.objs.WakeExit, Return: true})
+	if err == nil {
+		tr.losses, err = instrument.NewLosses([]*ebpf.Program{tr.objs.WakeEnter, tr.objs.WakeExit}, tr.links)
+	}
+	if err != nil {
 		tr.Close()
-		return nil, fmt.Errorf("attach %v: %w", tr.objs.WakeExit, err)
+		return nil, err
 	}
 	return tr, nil
 }
@@ -73,8 +81,8 @@ func CheckDrops(t *testing.T, tr *Tracer, drops uint64, l counters.Accounting) {
 	w, err := tr.Counts()
 	assert.NilError(t, err)
 	t.Logf("tun drops %d; %v", drops, w)
-	if w.Unread > 0 {
-		observe.Lost(t, "bpf/wake.c could not read the ring at %d wakes: %v", w.Unread, w)
+	if w.Unread > 0 || w.Unheld > 0 {
+		observe.Lost(t, "bpf/wake.c could not read the ring at %d wakes, nor follow %d: %v", w.Unread, w.Unheld, w)
 	}
 	assert.Check(t, drops <= w.Full,
 		"tun drops with backpressure: %d, each needs a wake over a full ring: %v; %v", drops, w, l)
@@ -104,15 +112,16 @@ func (tr *Tracer) Counts() (Wakes, error) {
 		sum.All += c.Wakes
 		sum.Full += c.Full
 		sum.Unread += c.Unread
+		sum.Unheld += c.Unheld
 	}
 	return sum, nil
 }
 
-// Close detaches and unloads the program.
+// Close detaches and unloads the programs.
 func (tr *Tracer) Close() error {
-	var err error
-	if tr.link != nil {
-		err = tr.link.Close()
+	var errs []error
+	for _, l := range tr.links {
+		errs = append(errs, l.Close())
 	}
-	return errors.Join(err, tr.objs.Close())
+	return errors.Join(append(errs, tr.objs.Close())...)
 }

@@ -18,6 +18,7 @@ type wakeCounts struct {
 	Wakes  uint64
 	Full   uint64
 	Unread uint64
+	Unheld uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -25,6 +26,8 @@ type wakeCounts struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	wakeMapCounts      = "counts"
+	wakeMapInWake      = "in_wake"
+	wakeProgWakeEnter  = "wake_enter"
 	wakeProgWakeExit   = "wake_exit"
 	wakeVarIfindex     = "ifindex"
 	wakeVarNetns       = "netns"
@@ -75,7 +78,8 @@ type wakeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type wakeProgramSpecs struct {
-	WakeExit *ebpf.ProgramSpec `ebpf:"wake_exit"`
+	WakeEnter *ebpf.ProgramSpec `ebpf:"wake_enter"`
+	WakeExit  *ebpf.ProgramSpec `ebpf:"wake_exit"`
 }
 
 // wakeMapSpecs contains maps before they are loaded into the kernel.
@@ -83,6 +87,7 @@ type wakeProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type wakeMapSpecs struct {
 	Counts *ebpf.MapSpec `ebpf:"counts"`
+	InWake *ebpf.MapSpec `ebpf:"in_wake"`
 }
 
 // wakeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -117,11 +122,13 @@ func (o *wakeObjects) Close() error {
 // It can be passed to loadWakeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type wakeMaps struct {
 	Counts *ebpf.Map `ebpf:"counts"`
+	InWake *ebpf.Map `ebpf:"in_wake"`
 }
 
 func (m *wakeMaps) Close() error {
 	return _WakeClose(
 		m.Counts,
+		m.InWake,
 	)
 }
 
@@ -140,11 +147,13 @@ type wakeVariables struct {
 //
 // It can be passed to loadWakeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type wakePrograms struct {
-	WakeExit *ebpf.Program `ebpf:"wake_exit"`
+	WakeEnter *ebpf.Program `ebpf:"wake_enter"`
+	WakeExit  *ebpf.Program `ebpf:"wake_exit"`
 }
 
 func (p *wakePrograms) Close() error {
 	return _WakeClose(
+		p.WakeEnter,
 		p.WakeExit,
 	)
 }

@@ -24,10 +24,17 @@
 // race on a 2-slot ring dropped 5 frames with 4 counted).
 // tun drops with backpressure must be no more than the full-ring wakes.
 //
+// The entry (a kprobe) keeps the call's queue by task for the exit (a
+// kretprobe); both run with preemption disabled, unlike fexit on
+// PREEMPT_RT, where the kernel skips a program in a task that preempted
+// another inside it. What a probe can still miss the kernel counts in its
+// link, and a call whose queue could not be kept counts in "unheld".
+//
 // tun's own types live in its module's BTF, which CO-RE here does not read:
 // the test reads their offsets there and sets them before loading.
 
 #include <linux/bpf.h>
+#include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
@@ -62,6 +69,7 @@ struct counts {
 	__u64 wakes;  // calls of netif_tx_wake_queue() for the tap
 	__u64 full;   // of them, with the ring full at exit
 	__u64 unread; // wakes whose ring could not be read (not counted in full)
+	__u64 unheld; // wakes whose queue could not be kept for the exit (not counted)
 };
 
 struct {
@@ -70,6 +78,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct counts);
 } counts SEC(".maps");
+
+// The tap's queue in each task inside netif_tx_wake_queue(), by
+// task_struct address.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct netdev_queue *);
+} in_wake SEC(".maps");
 
 // The tap: its ifindex and its namespace's inode.
 volatile const __u32 ifindex = 0;
@@ -82,21 +99,45 @@ volatile const __u32 tfiles_off = 0;
 volatile const __u32 producer_off = 0;
 volatile const __u32 queue_off = 0;
 
-SEC("fexit/netif_tx_wake_queue")
-int BPF_PROG(wake_exit, struct netdev_queue *txq)
+static struct counts *tally(void)
 {
 	__u32 zero = 0;
-	struct counts *n = bpf_map_lookup_elem(&counts, &zero);
+	return bpf_map_lookup_elem(&counts, &zero);
+}
+
+SEC("kprobe/netif_tx_wake_queue")
+int BPF_KPROBE(wake_enter, struct netdev_queue *txq)
+{
+	struct counts *n = tally();
+	struct net_device *dev = BPF_CORE_READ(txq, dev);
+	__u64 task = bpf_get_current_task();
+
+	if (!n || BPF_CORE_READ(dev, ifindex) != ifindex || BPF_CORE_READ(dev, nd_net.net, ns.inum) != netns)
+		return 0;
+	if (bpf_map_update_elem(&in_wake, &task, &txq, BPF_ANY))
+		n->unheld++;
+	return 0;
+}
+
+SEC("kretprobe/netif_tx_wake_queue")
+int BPF_KRETPROBE(wake_exit)
+{
+	struct counts *n = tally();
+	__u64 task = bpf_get_current_task();
+	struct netdev_queue **kept = bpf_map_lookup_elem(&in_wake, &task);
+	struct netdev_queue *txq;
 	struct net_device *dev;
 	void *priv, *tfile, *slot;
 	void **queue;
 	int producer;
 
+	if (!kept)
+		return 0;
+	txq = *kept;
+	bpf_map_delete_elem(&in_wake, &task);
 	if (!n)
 		return 0;
 	dev = BPF_CORE_READ(txq, dev);
-	if (BPF_CORE_READ(dev, ifindex) != ifindex || BPF_CORE_READ(dev, nd_net.net, ns.inum) != netns)
-		return 0;
 	n->wakes++;
 	priv = (void *)dev + bpf_core_field_offset(struct net_device, priv);
 	if (bpf_probe_read_kernel(&tfile, sizeof(tfile), priv + tfiles_off)) {
