@@ -37,7 +37,7 @@ run: deps build
 VERDICT_KERNELS ?= --kernel host --kernel debian:5.10 --kernel debian:6.12 --kernel debian:7.3 --kernel debian:7.3-rt
 test: deps build check
 	$(GO) test -count=1 -p 1 -timeout 40m $$($(GO) list ./... | grep -v /suites/)
-	$(GO) test -count=1 -exec '$(CURDIR)/xmitcheck exec --kernel debian:7.3' ./internal/guest/nopreempt ./internal/guest/dropmon
+	$(GO) test -count=1 -exec '$(CURDIR)/xmitcheck exec --kernel debian:7.3' ./internal/guest/nopreempt ./internal/guest/dropmon ./internal/guest/instrument
 	./xmitcheck run $(VERDICT_KERNELS) --ktap xmitcheck.ktap --junit xmitcheck.junit.xml ./suites/...
 	$(MAKE) discriminate
 
