@@ -5,7 +5,8 @@
 # over that run's events), with the date, the machine and its load. With
 # BENCH_TREE=DIR it also times a first `xmitcheck kernels build --tree DIR`,
 # in an empty cache, a one-file rebuild, and a bisect step: that rebuild,
-# then ./suites/qdisc on it.
+# then ./suites/qdisc on it. With BENCH_MATRIX=1 it times the default
+# matrix (every catalog kernel and the host, fetched first, untimed).
 #   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,6 +93,26 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 		took=$(( $(date +%s) - start ))
 		echo "    ./suites/qdisc: $took s (exit $rc)"
 		echo "    bisect step (one-file build + ./suites/qdisc): $(( rebuild + took )) s"
+	fi
+	if [ -n "${BENCH_MATRIX:-}" ]; then
+		"$x" kernels fetch $("$x" matrix -h 2>&1 | sed -n 's/.*(default: \(debian:[^)]*\) host).*/\1/p') \
+			>"$tmp/fetch.out" 2>&1
+		echo
+		echo "## The default matrix"
+		echo
+		echo "\`$x matrix --check\` (every catalog kernel and the host, kernels fetched beforehand; load at the"
+		echo "start $(load)): seconds from the start at which each kernel was done, then the whole run."
+		echo
+		echo '```'
+		start=$(date +%s)
+		rc=0
+		# Each line of the run, stamped with the seconds since its start.
+		"$x" matrix --check --out "$tmp/matrix" 2>&1 |
+			while IFS= read -r line; do echo "$(( $(date +%s) - start )) s: $line"; done >"$tmp/matrix.out" || rc=$?
+		took=$(( $(date +%s) - start ))
+		grep -E '^[0-9]+ s: xmitcheck: .* done: ' "$tmp/matrix.out" | sed 's/xmitcheck: //' || true
+		echo "matrix: $took s (exit $rc)"
+		echo '```'
 	fi
 } >"$tmp/speed.md"
 mv "$tmp/speed.md" "$out"
