@@ -11,7 +11,6 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
@@ -92,20 +91,17 @@ func newRig(tb testing.TB, trace bool) *rig {
 	return r
 }
 
-// deleteLinks deletes in0 and the destinations (their peers with them):
-// RTM_DELLINK returns once the devices are unregistered.
+// deleteLinks deletes in0 and the destinations (their peers with them) as
+// one batch: RTM_DELLINK returns once the devices are unregistered.
 func (r *rig) deleteLinks(tb testing.TB) {
 	tb.Helper()
-	var errs []error
+	var links []netlink.Link
 	for _, l := range append([]netlink.Link{r.in}, r.dst[:]...) {
-		if l == nil {
-			continue
-		}
-		if err := r.env.Handle.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
-			errs = append(errs, fmt.Errorf("delete %s: %w", l.Attrs().Name, err))
+		if l != nil {
+			links = append(links, l)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := r.env.DeleteLinks(links...); err != nil {
 		// The harness's own teardown, not a kernel behaviour under test.
 		observe.Fault(tb, feature.Harness, "%v", err)
 	}

@@ -1,9 +1,13 @@
 package netenv
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
@@ -59,4 +63,41 @@ func (e *Env) Down(tb testing.TB, l netlink.Link) {
 	if err := e.Handle.LinkSetDown(l); err != nil {
 		tb.Fatalf("netenv: set %s down: %v", l.Attrs().Name, err)
 	}
+}
+
+// deleteGroup is the device group DeleteLinks moves links into before it
+// deletes them: any group but 0, which every device starts in.
+const deleteGroup = 0x786d
+
+// DeleteLinks deletes links, and the peers of veths among them, with one
+// RTM_DELLINK for a device group: the kernel unregisters them as one batch
+// (unregister_netdevice_many), waiting out one set of RCU grace periods
+// instead of one per link. RTM_DELLINK returns once they are unregistered.
+// A link already gone is skipped.
+func (e *Env) DeleteLinks(links ...netlink.Link) error {
+	n := 0
+	for _, l := range links {
+		err := e.Handle.LinkSetGroup(l, deleteGroup)
+		if errors.Is(err, unix.ENODEV) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("move %s into group %#x: %w", l.Attrs().Name, deleteGroup, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	err := e.Do(func() error {
+		req := nl.NewNetlinkRequest(unix.RTM_DELLINK, unix.NLM_F_ACK)
+		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+		req.AddData(nl.NewRtAttr(unix.IFLA_GROUP, nl.Uint32Attr(deleteGroup)))
+		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete device group %#x (%d links): %w", deleteGroup, n, err)
+	}
+	return nil
 }

@@ -26,3 +26,25 @@ func TestNamespaceIsolated(t *testing.T) {
 	assert.Assert(t, is.Len(qs, 1))
 	assert.Check(t, is.Equal(qs[0].Type(), "pfifo"))
 }
+
+// TestDeleteLinks: the links given and their veth peers go, in one batch; a
+// link already gone is skipped; a link not given stays.
+func TestDeleteLinks(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("-short, or not root: needs root to create network namespaces")
+	}
+	e := New(t)
+	a, _ := e.Veth(t, "xa0", "xa1", 0)
+	b, _ := e.Veth(t, "xb0", "xb1", 0)
+	keep, _ := e.Veth(t, "xk0", "xk1", 0)
+	assert.NilError(t, e.Handle.LinkDel(b))
+
+	assert.NilError(t, e.DeleteLinks(a, b))
+	for _, name := range []string{"xa0", "xa1", "xb0", "xb1"} {
+		_, err := e.Handle.LinkByName(name)
+		assert.Check(t, err != nil, "%s is still there", name)
+	}
+	_, err := e.Handle.LinkByName(keep.Attrs().Name)
+	assert.Check(t, err, "a link not given must stay")
+	assert.NilError(t, e.DeleteLinks(a, b), "links already gone are skipped")
+}
