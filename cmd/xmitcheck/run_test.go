@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,8 @@ var staleInt3 = []string{
 
 // int3Backend plays one boot per job: on the boots listed in staleBoot the
 // boot itself dies of the TCG artefact, on those in stale the first binary
-// it runs does, after failing TestY and while in TestZ, and on those in gap
+// it runs does, after failing TestY (unless told to skip it) and while in
+// TestZ, and on those in gap
 // the guest does between its first and second binary. Every other binary
 // passes TestX. It records each boot's job.
 type int3Backend struct {
@@ -53,8 +55,10 @@ func (f *int3Backend) Run(
 		}
 		sink.Start(b)
 		if i == 0 && f.stale[boot] {
-			sink.Output(b, []byte("=== RUN   TestY\n    y_test.go:9: 256 frames stranded\n"+
-				"--- FAIL: TestY (0.00s)\n=== RUN   TestZ\n"))
+			if !slices.Contains(b.Args, "-test.skip=^(?:TestY)$") {
+				sink.Output(b, []byte("=== RUN   TestY\n    y_test.go:9: 256 frames stranded\n--- FAIL: TestY (0.00s)\n"))
+			}
+			sink.Output(b, []byte("=== RUN   TestZ\n"))
 			artefact()
 			return out, fmt.Errorf("%w: kernel panic", vmtest.ErrCrash)
 		}
@@ -85,6 +89,9 @@ func TestRunOneStaleInt3(t *testing.T) {
 		assert.Check(t, !b.jobs[0].SingleThreadTCG, "the first boot is multi-threaded")
 		assert.Check(t, !b.jobs[1].SingleThreadTCG, "the first retry keeps the parallel vCPUs race tests need")
 		assert.Check(t, is.Len(b.jobs[1].Binaries, 2), "the crashed binary and the one not yet run")
+		assert.Check(t, is.DeepEqual(b.jobs[1].Binaries[0].Args, []string{"-test.skip=^(?:TestY)$"}),
+			"the retry skips the test the killed try finished")
+		assert.Check(t, is.DeepEqual(b.jobs[1].Binaries[1].Args, []string(nil)))
 		assert.Check(t, !strings.Contains(fmt.Sprint(r.Err), "could not be tested"), r.Err)
 		assert.Check(t, strings.Contains(strings.Join(r.Notes, "\n"), "again as before"), r.Notes)
 		assert.Check(t, is.Equal(status(r, bins[0].Name, "TestY"), results.Fail), "a failure before the artefact is kept")
@@ -96,7 +103,9 @@ func TestRunOneStaleInt3(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Assert(t, is.Len(b.jobs, 4))
 		assert.Check(t, b.jobs[2].SingleThreadTCG)
-		assert.Check(t, is.DeepEqual(b.jobs[2].Binaries, bins[:1]))
+		want := bins[0]
+		want.Args = []string{"-test.skip=^(?:TestY)$"}
+		assert.Check(t, is.DeepEqual(b.jobs[2].Binaries, []vmtest.Binary{want}))
 		assert.Check(t, !b.jobs[3].SingleThreadTCG, "the binaries after it run multi-threaded again")
 		assert.Check(t, is.DeepEqual(b.jobs[3].Binaries, bins[1:]))
 		assert.Check(t, !strings.Contains(fmt.Sprint(r.Err), "could not be tested"), r.Err)
@@ -131,6 +140,8 @@ func TestRunOneStaleInt3(t *testing.T) {
 		assert.Check(t, is.ErrorContains(r.Err, "could not be tested"))
 		assert.Check(t, !b.jobs[len(b.jobs)-1].SingleThreadTCG, "the rest run multi-threaded")
 		assert.Check(t, is.Equal(status(r, bins[0].Name, "TestY"), results.Fail), "a real failure stays")
+		assert.Check(t, is.Equal(status(r, bins[0].Name, "TestZ"), results.Fail), "TestZ ended with the boot")
+		assert.Check(t, is.Equal(status(r, bins[0].Name, "TestZ"), results.Fail), "TestZ ended with the boot")
 		for _, x := range r.Tests {
 			if x.Name == "TestY" {
 				assert.Check(t, !x.Artefact, "TestY failed before the artefact")

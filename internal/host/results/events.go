@@ -25,7 +25,7 @@ func WriteEvents(w io.Writer, runs []*Run) error {
 
 // ReadEvents reads what WriteEvents wrote: one unjudged Run per kernel, in
 // the order they first appear. A package that starts again is a try after
-// one the emulator ended, as the run took it (Run.Rerun).
+// one the emulator ended, as the run took it (Run.Resume).
 func ReadEvents(rd io.Reader) ([]*Run, error) {
 	var runs []*Run
 	by := map[string]*Run{}
@@ -44,8 +44,8 @@ func ReadEvents(rd io.Reader) ([]*Run, error) {
 		}
 		if e.Action == "start" && e.Test == "" && r.byName[key(e.Package, "")] != nil {
 			// The binary again: the emulator ended its last try, and
-			// the run went on as Rerun says.
-			r.Rerun(e.Package)
+			// the run went on as Resume says.
+			r.Resume(e.Package)
 		}
 		r.Add(e)
 	}

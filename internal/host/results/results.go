@@ -135,7 +135,7 @@ type Run struct {
 	running []*Test
 	// events are every event Add took, as the guests sent them.
 	events []Event
-	// earlier are failed tests of tries the emulator ended (Rerun).
+	// earlier are failed tests of tries the emulator ended (Resume).
 	earlier []*Test
 }
 
@@ -368,28 +368,42 @@ func (r *Run) AddBoot(bootToFirstTest, total time.Duration, accel string) {
 // Note records what the runner did about the run.
 func (r *Run) Note(n string) { r.Notes = append(r.Notes, n) }
 
-// Rerun readies pkg's binary to run again after the emulator killed it:
-// what the killed try left unfinished, and the kernel reports of the
-// artefact, are forgotten. A test that had already failed stays failed
-// whatever a later try of it says (Finish puts it back): the emulator
-// ended that try after the failure, it did not cause it.
-func (r *Run) Rerun(pkg string) {
+// Resume readies pkg's binary to run again after the emulator killed it,
+// from where it was: the top-level tests the killed try had finished stay
+// as they ended, subtests and all, and Resume returns their names for the
+// next try to skip. What the try left unfinished, and the kernel reports of
+// the artefact, are forgotten. A test among those that had already failed
+// (a subtest that ended before the artefact) stays failed whatever a later
+// try of it says (Finish puts it back): the emulator ended that try after
+// the failure, it did not cause it.
+func (r *Run) Resume(pkg string) (finished []string) {
 	for _, t := range r.Tests {
-		if t.Package == pkg && t.Name != "" && t.done && t.Status == Fail && len(t.Kernel) == 0 &&
+		if t.Package == pkg && t.Name != "" && !strings.Contains(t.Name, "/") && t.done {
+			finished = append(finished, t.Name)
+		}
+	}
+	kept := func(t *Test) bool {
+		top, _, _ := strings.Cut(t.Name, "/")
+		return t.Package == pkg && t.Name != "" && slices.Contains(finished, top)
+	}
+	for _, t := range r.Tests {
+		if t.Package == pkg && t.Name != "" && !kept(t) && t.done && t.Status == Fail && len(t.Kernel) == 0 &&
 			!slices.ContainsFunc(r.earlier, func(e *Test) bool { return e.Package == pkg && e.Name == t.Name }) {
 			r.earlier = append(r.earlier, t)
 		}
 	}
-	r.Tests = slices.DeleteFunc(r.Tests, func(t *Test) bool { return t.Package == pkg })
+	gone := func(t *Test) bool { return t.Package == pkg && !kept(t) }
+	r.Tests = slices.DeleteFunc(r.Tests, gone)
 	for k, t := range r.byName {
-		if t.Package == pkg {
+		if gone(t) {
 			delete(r.byName, k)
 		}
 	}
-	r.running = slices.DeleteFunc(r.running, func(t *Test) bool { return t.Package == pkg })
+	r.running = slices.DeleteFunc(r.running, gone)
+	return finished
 }
 
-// keepEarlier puts back the failures of tries Rerun ended, where a later
+// keepEarlier puts back the failures of tries Resume ended, where a later
 // try did not fail the same test.
 func (r *Run) keepEarlier() {
 	for _, e := range r.earlier {
