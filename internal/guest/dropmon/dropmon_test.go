@@ -14,6 +14,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/testmain"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
@@ -84,6 +85,42 @@ func TestHist(t *testing.T) {
 	got, err = other.Total()
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(got.N, uint64(0)), "frees of ethertype %#x: %v", traffic.EtherType+1, got)
+}
+
+// TestHistShared: two Hists of one ethertype share the binary's instance,
+// and each counts from where it began: the first the frees of both sends,
+// the second those of the second send alone.
+func TestHistShared(t *testing.T) {
+	const n, m = 16, 24
+	shareHists = func() bool { return true }
+	t.Cleanup(func() {
+		shareHists = testmain.Running
+		for _, inst := range sharedHists.by {
+			assert.Check(t, inst.close())
+		}
+		sharedHists.by, sharedHists.none = nil, nil
+	})
+	e := netenv.New(t)
+	a, _ := e.Veth(t, "xh0", "xh1", 0)
+	first, err := WatchHist(t, traffic.EtherType)
+	if errors.Is(err, ErrNoHist) {
+		t.Skip(err)
+	}
+	assert.NilError(t, err)
+	frees := func(h *Hist, want uint64) {
+		t.Helper()
+		got, err := counters.WaitFor(t.Context(), 5*time.Second, h.Total, func(f FreedCount) bool { return f.N >= want })
+		assert.NilError(t, err)
+		assert.Check(t, is.Equal(got.N, want), "%v", got)
+	}
+	sendUnclaimed(t, e, a.Attrs().Index, n)
+	frees(first, n)
+	second, err := WatchHist(t, traffic.EtherType)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(second.inst, first.inst), "one instance for the binary")
+	sendUnclaimed(t, e, a.Attrs().Index, m)
+	frees(first, n+m)
+	frees(second, m)
 }
 
 // TestWatchFreed sends n frames of the suite's ethertype as TestHist does:

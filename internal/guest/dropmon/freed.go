@@ -3,6 +3,7 @@ package dropmon
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,13 +35,26 @@ type Freed struct {
 }
 
 // RequireReasons skips tb, naming the probe, on a kernel without drop
-// reasons in its BTF (the counter's tracepoint program needs them): it
-// attaches a counter and detaches it at once.
+// reasons in its BTF (the counter's tracepoint program needs them). The
+// probe attaches a counter and detaches it at once, the first time only: its
+// answer is the kernel's, the same for every test of the binary, and each
+// try cost 1.5 s under the emulator (loading and verifying the program,
+// and patching the tracepoint in and out).
 func RequireReasons(tb testing.TB) {
 	tb.Helper()
-	m, err := Attach(Filter{})
-	observe.Require(tb, err)
-	m.Close()
+	reasonsProbe.once.Do(func() {
+		var m *Monitor
+		if m, reasonsProbe.err = Attach(Filter{}); reasonsProbe.err == nil {
+			m.Close()
+		}
+	})
+	observe.Require(tb, reasonsProbe.err)
+}
+
+// reasonsProbe is RequireReasons's probe, made once.
+var reasonsProbe struct {
+	once sync.Once
+	err  error
 }
 
 // WatchFreed starts counting the frames of ethertype proto freed, until tb

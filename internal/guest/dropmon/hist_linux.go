@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
+	"github.com/xmitcheck/xmitcheck/internal/guest/testmain"
 )
 
 // tracefs is where the suites' guests mount tracefs (vmtest/guest).
@@ -28,8 +30,21 @@ const tracefs = "/sys/kernel/tracing"
 // the CPU, which on PREEMPT_RT, where tracepoints and BPF programs are
 // preemptible, happens to one or two kfree_skb in a hundred under the qdisc
 // suite's load (docs/design/qdisc-kfree-skb-misses.md).
+//
+// A Hist reads its instance's counts as differences from where they stood
+// when WatchHist returned it, so one instance serves a whole binary.
 type Hist struct {
-	dir     string // the tracefs instance
+	inst *histInstance
+	// base are the instance's counts by reason, and its dropped events,
+	// when the Hist began.
+	base        map[uint32]uint64
+	baseDropped uint64
+}
+
+// histInstance is a tracefs instance whose kfree_skb trigger counts the
+// frames of one ethertype.
+type histInstance struct {
+	dir     string
 	trigger string
 	set     bool // the trigger is on
 }
@@ -40,13 +55,92 @@ var ErrNoHist = errors.New("no kfree_skb histogram")
 
 var histSeq atomic.Uint64
 
+// sharedHists are the binary's instances, one per ethertype, made at the
+// first WatchHist and removed when its tests have ended (testmain.AtEnd):
+// under the emulator, making an instance and removing it again takes 0.3 to
+// 0.5 s (RCU grace periods as its events come and go), which a test of
+// several rounds paid each round.
+var sharedHists struct {
+	sync.Mutex
+	by map[uint16]*histInstance
+	// none is why the kernel cannot make one (ErrNoHist): asked once.
+	none error
+}
+
 // WatchHist starts counting the kfree_skb events of frames with ethertype
-// proto (skb->protocol), by reason, until tb ends, in a tracefs instance of
-// its own. Where tracefs is not mounted or the kernel has no hist triggers
-// it returns an error that matches ErrNoHist; any other failure fails tb.
+// proto (skb->protocol), by reason, until tb ends. Where tracefs is not
+// mounted or the kernel has no hist triggers it returns an error that
+// matches ErrNoHist; any other failure fails tb.
 func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 	tb.Helper()
 	defer profile.Start(tb, profile.Setup).End()
+	inst, err := histFor(tb, proto)
+	if err != nil {
+		return nil, err
+	}
+	h := &Hist{inst: inst}
+	if h.base, h.baseDropped, err = inst.read(); err != nil {
+		observe.Lost(tb, "the kfree_skb histogram: %v", err)
+	}
+	// An event the histogram could not store makes every count of the
+	// test short.
+	tb.Cleanup(func() {
+		n, err := h.dropped()
+		switch {
+		case err != nil:
+			observe.Lost(tb, "the kfree_skb histogram: %v", err)
+		case n > 0:
+			observe.Lost(tb, "the kfree_skb histogram dropped %d events (map full, or a key claimed on another CPU)", n)
+		}
+	})
+	return h, nil
+}
+
+// shareHists says whether the binary's tests run under testmain.Run, which
+// removes the shared instances when they have ended.
+var shareHists = testmain.Running
+
+// histFor returns the binary's instance for proto, made at the first call;
+// a binary whose tests do not run under testmain.Run, which would not
+// remove it, gets one of its own for tb.
+func histFor(tb testing.TB, proto uint16) (*histInstance, error) {
+	tb.Helper()
+	if !shareHists() {
+		inst, err := newHistInstance(tb, proto)
+		if err == nil {
+			tb.Cleanup(func() {
+				if err := inst.close(); err != nil {
+					tb.Errorf("dropmon: %v", err)
+				}
+			})
+		}
+		return inst, err
+	}
+	sharedHists.Lock()
+	defer sharedHists.Unlock()
+	if inst := sharedHists.by[proto]; inst != nil {
+		return inst, nil
+	}
+	if sharedHists.none != nil {
+		return nil, sharedHists.none
+	}
+	inst, err := newHistInstance(tb, proto)
+	if err != nil {
+		sharedHists.none = err
+		return nil, err
+	}
+	if sharedHists.by == nil {
+		sharedHists.by = map[uint16]*histInstance{}
+	}
+	sharedHists.by[proto] = inst
+	testmain.AtEnd(inst.close)
+	return inst, nil
+}
+
+// newHistInstance makes a tracefs instance counting the kfree_skb events
+// of ethertype proto. An error matches ErrNoHist; it removes what it made.
+func newHistInstance(tb testing.TB, proto uint16) (*histInstance, error) {
+	tb.Helper()
 	instances := filepath.Join(tracefs, "instances")
 	if _, err := os.Stat(instances); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: tracefs is not mounted at %s", ErrNoHist, tracefs)
@@ -61,60 +155,49 @@ func WatchHist(tb testing.TB, proto uint16) (*Hist, error) {
 	// filled in by another CPU for map_size tries (__tracing_map_insert,
 	// kernel/trace/tracing_map.c). With the CPU in the key no two CPUs
 	// insert the same key.
-	h := &Hist{dir: dir, trigger: fmt.Sprintf("hist:keys=common_cpu,reason:vals=hitcount if protocol == %d", proto)}
-	tb.Cleanup(func() {
-		if err := h.close(); err != nil {
-			tb.Errorf("dropmon: %v", err)
+	h := &histInstance{dir: dir, trigger: fmt.Sprintf("hist:keys=common_cpu,reason:vals=hitcount if protocol == %d", proto)}
+	fail := func(err error) (*histInstance, error) {
+		if cerr := h.close(); cerr != nil {
+			tb.Errorf("dropmon: %v", cerr)
 		}
-	})
+		return nil, err
+	}
 	// The instance's ring buffer only holds each event until the trigger
 	// has it (the event itself stays disabled): one page per CPU.
 	if err := os.WriteFile(filepath.Join(dir, "buffer_size_kb"), []byte("4"), 0); err != nil {
+		h.close()
 		observe.Fault(tb, feature.Environment, "dropmon: shrink the instance's buffer: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "events/skb/kfree_skb/hist")); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf(
-			"%w: the kernel has no hist triggers (CONFIG_HIST_TRIGGERS), no events/skb/kfree_skb/hist in tracefs", ErrNoHist)
+		return fail(fmt.Errorf(
+			"%w: the kernel has no hist triggers (CONFIG_HIST_TRIGGERS), no events/skb/kfree_skb/hist in tracefs", ErrNoHist))
 	}
 	format, err := os.ReadFile(filepath.Join(dir, "events/skb/kfree_skb/format"))
 	if err != nil {
+		h.close()
 		observe.Fault(tb, feature.Environment, "dropmon: %v", err)
 	}
 	if !bytes.Contains(format, []byte(" reason;")) {
-		return nil, fmt.Errorf("%w: skb:kfree_skb has no reason field (before 5.17)", ErrNoHist)
+		return fail(fmt.Errorf("%w: skb:kfree_skb has no reason field (before 5.17)", ErrNoHist))
 	}
 	if err := os.WriteFile(h.triggerFile(), []byte(h.trigger), 0); err != nil {
+		h.close()
 		observe.Fault(tb, feature.Environment, "dropmon: set %q on skb:kfree_skb: %v", h.trigger, err)
 	}
 	h.set = true
-	// Runs before the instance goes: an event the histogram could not
-	// store makes every count of the test short.
-	tb.Cleanup(func() {
-		n, err := h.dropped()
-		switch {
-		case err != nil:
-			observe.Lost(tb, "the kfree_skb histogram: %v", err)
-		case n > 0:
-			observe.Lost(tb, "the kfree_skb histogram dropped %d events (map full, or a key claimed on another CPU)", n)
-		}
-	})
 	return h, nil
 }
 
-// dropped returns how many events the histogram could not store.
+// dropped returns how many events the histogram could not store since h
+// began.
 func (h *Hist) dropped() (uint64, error) {
-	b, err := os.ReadFile(filepath.Join(h.dir, "events/skb/kfree_skb/hist"))
-	if err != nil {
-		return 0, fmt.Errorf("read the kfree_skb histogram: %w", err)
-	}
-	d := histDropped.FindSubmatch(b)
-	if d == nil {
-		return 0, fmt.Errorf("the kfree_skb histogram has no Dropped total: %q", b)
-	}
-	return strconv.ParseUint(string(d[1]), 10, 64)
+	_, d, err := h.inst.read()
+	return d - h.baseDropped, err
 }
 
-func (h *Hist) triggerFile() string { return filepath.Join(h.dir, "events/skb/kfree_skb/trigger") }
+func (h *histInstance) triggerFile() string {
+	return filepath.Join(h.dir, "events/skb/kfree_skb/trigger")
+}
 
 var (
 	histEntry   = regexp.MustCompile(`(?m)^\{ (?:common_)?cpu:\s*\d+, reason:\s*(\d+) \} hitcount:\s*(\d+)$`)
@@ -122,42 +205,62 @@ var (
 	histLine    = regexp.MustCompile(`(?m)^\{`)
 )
 
-// Counts returns the events seen so far by reason value (the kernel's enum
-// skb_drop_reason), summed over the CPUs. An event the histogram could not
-// store (its map full, or a key another CPU had claimed but not filled in)
-// is an error: the counts would be short.
+// Counts returns the events seen since h began by reason value (the
+// kernel's enum skb_drop_reason), summed over the CPUs. An event the
+// histogram could not store (its map full, or a key another CPU had claimed
+// but not filled in) is an error: the counts would be short.
 func (h *Hist) Counts() (map[uint32]uint64, error) {
+	by, dropped, err := h.inst.read()
+	if err != nil {
+		return nil, err
+	}
+	if dropped != h.baseDropped {
+		return nil, fmt.Errorf(
+			"the kfree_skb histogram dropped %d events (map full, or a key being inserted on another CPU)",
+			dropped-h.baseDropped)
+	}
+	for r, n := range h.base {
+		if by[r] -= n; by[r] == 0 {
+			delete(by, r)
+		}
+	}
+	return by, nil
+}
+
+// read returns the instance's counts by reason value, summed over the
+// CPUs, and how many events it could not store.
+func (h *histInstance) read() (map[uint32]uint64, uint64, error) {
 	b, err := os.ReadFile(filepath.Join(h.dir, "events/skb/kfree_skb/hist"))
 	if err != nil {
-		return nil, fmt.Errorf("read the kfree_skb histogram: %w", err)
+		return nil, 0, fmt.Errorf("read the kfree_skb histogram: %w", err)
 	}
 	d := histDropped.FindSubmatch(b)
 	if d == nil {
-		return nil, fmt.Errorf("the kfree_skb histogram has no Dropped total: %q", b)
+		return nil, 0, fmt.Errorf("the kfree_skb histogram has no Dropped total: %q", b)
 	}
-	if string(d[1]) != "0" {
-		return nil, fmt.Errorf(
-			"the kfree_skb histogram dropped %s events (map full, or a key being inserted on another CPU)", d[1])
+	dropped, err := strconv.ParseUint(string(d[1]), 10, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("the kfree_skb histogram's Dropped total %q: %w", d[1], err)
 	}
 	entries := histEntry.FindAllSubmatch(b, -1)
 	if n := len(histLine.FindAll(b, -1)); n != len(entries) {
 		// A format this parser does not know would read as no frees.
-		return nil, fmt.Errorf("the kfree_skb histogram has %d entries, %d of them in the expected form: %q",
+		return nil, 0, fmt.Errorf("the kfree_skb histogram has %d entries, %d of them in the expected form: %q",
 			n, len(entries), b)
 	}
 	by := map[uint32]uint64{}
 	for _, m := range entries {
 		r, err := strconv.ParseUint(string(m[1]), 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("histogram key %q: %w", m[1], err)
+			return nil, 0, fmt.Errorf("histogram key %q: %w", m[1], err)
 		}
 		n, err := strconv.ParseUint(string(m[2]), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("histogram count %q: %w", m[2], err)
+			return nil, 0, fmt.Errorf("histogram count %q: %w", m[2], err)
 		}
 		by[uint32(r)] += n
 	}
-	return by, nil
+	return by, dropped, nil
 }
 
 // Total returns every event counted so far.
@@ -169,7 +272,7 @@ func (h *Hist) Count(reason uint32) (uint64, error) {
 	return by[reason], err
 }
 
-func (h *Hist) close() error {
+func (h *histInstance) close() error {
 	if h.set {
 		if err := os.WriteFile(h.triggerFile(), []byte("!"+h.trigger), 0); err != nil {
 			return fmt.Errorf("remove the kfree_skb histogram: %w", err)

@@ -27,10 +27,18 @@ const settle = 2 * time.Second
 // atEnd is what Run closes after the tests, before the leak check.
 var atEnd []func() error
 
+// running is set while Run runs the tests: what AtEnd registers will close.
+var running bool
+
 // AtEnd registers close to run once the binary's tests have ended, before
 // Run looks for leaks: for what the tests share, loaded once (a BPF
 // collection). Call it from the tests' goroutine, not from a parallel one.
 func AtEnd(close func() error) { atEnd = append(atEnd, close) }
+
+// Running reports whether the binary's tests run under Run, so that what
+// they register with AtEnd is closed: a package whose TestMain is not Run
+// must not share what nothing would close.
+func Running() bool { return running }
 
 // Run runs m and returns the exit code: m's, or 1 when something leaked.
 // Under -short it runs nothing: the suites need root, namespaces and a
@@ -50,7 +58,9 @@ func Run(m *testing.M) int {
 	primePoller()
 	fds, errFD := openFDs()
 	links, errLink := linkNames()
+	running = true
 	code := m.Run()
+	running = false
 	for _, close := range atEnd {
 		if err := close(); err != nil {
 			harness("close what the tests shared: %v", err)
