@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/testmain"
 )
 
@@ -28,7 +29,7 @@ var shared struct {
 // first call; resetMaps gives a rig their maps fresh.
 func loadShared() (bpfObjects, error) {
 	shared.once.Do(func() {
-		shared.err = loadBpfObjects(&shared.objs, nil)
+		shared.err = loadBpfObjects(&shared.objs, instrument.LoadOptions())
 		if shared.err == nil {
 			testmain.AtEnd(shared.objs.Close)
 		}

@@ -70,7 +70,7 @@ func attachFastPath(ifindex int) (*fastPathTracer, error) {
 		return nil, fmt.Errorf("set ifindex of the fast path tracer: %w", err)
 	}
 	tr := &fastPathTracer{}
-	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&tr.objs, instrument.LoadOptions()); err != nil {
 		return nil, fmt.Errorf("load bpf/fastpath.c (kprobes and kretprobes on __netif_schedule and "+
 			"netif_tx_wake_queue, tp_btf/softirq_raise; needs BTF): %w", err)
 	}

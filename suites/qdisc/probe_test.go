@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
@@ -16,7 +17,7 @@ import (
 // feature.ErrNotSupported when it has not, and a real error when BTF cannot
 // be read.
 func probeDeferList() error {
-	spec, err := btf.LoadKernelSpec()
+	spec, err := instrument.KernelBTF.Kernel()
 	if err != nil {
 		return fmt.Errorf("load kernel BTF (/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF and sysfs mounted): %w", err)
 	}

@@ -20,7 +20,7 @@ import (
 
 // reasons returns the running kernel's enum skb_drop_reason and its BTF.
 func reasons() (*btf.Spec, *btf.Enum, error) {
-	spec, err := btf.LoadKernelSpec()
+	spec, err := instrument.KernelBTF.Kernel()
 	if err != nil {
 		// Every kernel the suites run on has BTF: a missing one is a
 		// broken build or image, not a missing feature.
@@ -122,7 +122,7 @@ func Attach(f Filter) (*Monitor, error) {
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
 	)
-	m.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
+	m.prog, err = newProgram(&ebpf.ProgramSpec{
 		Name: "xc_kfree_skb", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "kfree_skb",
 		License: "GPL", Instructions: insns,
 	})
@@ -258,4 +258,18 @@ func Watch(tb testing.TB, ns netns.NsHandle, ifindex int, name feature.Feature) 
 	tb.Cleanup(func() { m.Close() })
 	instrument.WatchMisses(tb, "the kfree_skb counter", m.prog)
 	return func() (uint64, error) { return m.Count(reason) }, nil
+}
+
+// newProgram loads spec with the binary's kernel BTF (instrument.KernelBTF),
+// where its attach target is looked up: ebpf.NewProgram would decode
+// vmlinux's BTF again for every counter.
+func newProgram(spec *ebpf.ProgramSpec) (*ebpf.Program, error) {
+	coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{
+		Programs: map[string]*ebpf.ProgramSpec{spec.Name: spec},
+	}, *instrument.LoadOptions())
+	if err != nil {
+		return nil, err
+	}
+	defer coll.Close()
+	return coll.DetachProgram(spec.Name), nil
 }

@@ -52,7 +52,7 @@ func AttachOwners(ns, ifindex int) (*Owners, error) {
 		return nil, err
 	}
 	o := &Owners{}
-	if err := spec.LoadAndAssign(&o.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&o.objs, instrument.LoadOptions()); err != nil {
 		return nil, fmt.Errorf("load bpf/owner.c (kprobes on tun's __tun_wake_queue and netif_tx_wake_queue; "+
 			"needs BTF): %w", err)
 	}

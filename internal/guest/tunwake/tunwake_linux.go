@@ -56,7 +56,7 @@ func Attach(ns, ifindex int) (*Tracer, error) {
 		return nil, err
 	}
 	tr := &Tracer{}
-	if err := spec.LoadAndAssign(&tr.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&tr.objs, instrument.LoadOptions()); err != nil {
 		return nil, fmt.Errorf("load bpf/wake.c (kprobe and kretprobe on netif_tx_wake_queue; needs BTF): %w", err)
 	}
 	tr.links, err = instrument.AttachProbes(
@@ -91,9 +91,9 @@ func CheckDrops(t *testing.T, tr *Tracer, drops uint64, l counters.Accounting) {
 // tunTypes is the BTF that holds tun's types: its module's, or the
 // kernel's where tun is built in (kernels/config has CONFIG_TUN=y).
 func tunTypes() (*btf.Spec, error) {
-	mod, err := btf.LoadKernelModuleSpec("tun")
+	mod, err := instrument.KernelBTF.Module("tun")
 	if errors.Is(err, os.ErrNotExist) {
-		mod, err = btf.LoadKernelSpec()
+		mod, err = instrument.KernelBTF.Kernel()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("BTF of tun: %w", err)
