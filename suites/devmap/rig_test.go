@@ -20,8 +20,8 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
-// rig is one test's topology, inside its own namespace, and the binary's
-// programs (shared_test.go), their maps reset for it:
+// rig is one test's topology, in the binary's namespace for rigs, and the
+// binary's programs (shared_test.go), their maps reset for it:
 //
 //	in0p ──veth──► in0 [xdp_main, native] ──devmap──► a0, b0, c0
 //	                                                  a0, b0, c0 ──veth──► a0p, b0p, c0p [xdp_sink]
@@ -48,16 +48,22 @@ const noProg = -1
 func newRig(tb testing.TB, trace bool) *rig {
 	tb.Helper()
 	defer profile.Start(tb, profile.Setup).End()
-	r := &rig{env: netenv.New(tb)}
+	env, err := rigNamespace()
+	if err != nil {
+		observe.Fault(tb, feature.Environment, "devmap: a namespace for the rigs: %v", err)
+	}
+	if err := env.Bare(); err != nil {
+		observe.Fault(tb, feature.Harness, "devmap: %v, which the rig before this one should have deleted", err)
+	}
+	r := &rig{env: env}
 	r.in, r.sender = r.env.Veth(tb, "in0", "in0p", 0)
 	for i, name := range []string{"a0", "b0", "c0"} {
 		r.dst[i], r.sink[i] = r.env.Veth(tb, name, name+"p", 0)
 	}
-	// The namespace goes asynchronously; its devices, deleted here first,
-	// go before the test ends, and with them every run of the shared
-	// programs, so that the next rig's reset is the last write to the maps.
+	// The devices go before the test ends, and with them every run of the
+	// shared programs, so that the next rig's reset is the last write to
+	// the maps, and the namespace is bare again for the next rig.
 	tb.Cleanup(func() { r.deleteLinks(tb) })
-	var err error
 	if r.objs, err = loadShared(); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {

@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
+	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/guest/testmain"
 )
 
@@ -35,6 +36,26 @@ func loadShared() (bpfObjects, error) {
 		}
 	})
 	return shared.objs, shared.err
+}
+
+// rigNS is the namespace every rig of the binary is built in
+// (netenv.Shared): a rig deletes its devices as it ends (deleteLinks), which
+// leaves the namespace as the rig found it, and newRig checks that it does.
+var rigNS struct {
+	once sync.Once
+	env  *netenv.Env
+	err  error
+}
+
+// rigNamespace returns the rigs' namespace, made at the first call.
+func rigNamespace() (*netenv.Env, error) {
+	rigNS.once.Do(func() {
+		var close func() error
+		if rigNS.env, close, rigNS.err = netenv.Shared(); rigNS.err == nil {
+			testmain.AtEnd(close)
+		}
+	})
+	return rigNS.env, rigNS.err
 }
 
 // resetMaps leaves every map of m as a fresh load does: each array entry

@@ -48,3 +48,21 @@ func TestDeleteLinks(t *testing.T) {
 	assert.Check(t, err, "a link not given must stay")
 	assert.NilError(t, e.DeleteLinks(a, b), "links already gone are skipped")
 }
+
+// TestShared: a shared namespace is bare until a test leaves a device in
+// it, and bare again once the test deleted it.
+func TestShared(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("-short, or not root: needs root to create network namespaces")
+	}
+	e, close, err := Shared()
+	assert.NilError(t, err)
+	defer func() { assert.Check(t, close()) }()
+	assert.NilError(t, e.Bare())
+	a, _ := e.Veth(t, "xs0", "xs1", 0)
+	assert.Check(t, is.ErrorContains(e.Bare(), "xs0"))
+	assert.NilError(t, e.DeleteLinks(a))
+	assert.Check(t, e.Bare())
+	_, err = netlink.LinkByName("xs0")
+	assert.Check(t, err != nil, "veth leaked into the caller's namespace")
+}
