@@ -53,7 +53,7 @@ func newRig(tb testing.TB, trace bool) *rig {
 		observe.Fault(tb, feature.Environment, "devmap: a namespace for the rigs: %v", err)
 	}
 	if err := env.Bare(); err != nil {
-		observe.Fault(tb, feature.Harness, "devmap: %v, which the rig before this one should have deleted", err)
+		observe.Fault(tb, feature.Harness, "devmap: %v: the rig before this one should have deleted them", err)
 	}
 	r := &rig{env: env}
 	r.in, r.sender = r.env.Veth(tb, "in0", "in0p", 0)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -25,6 +26,8 @@ type Env struct {
 	NS netns.NsHandle
 	// Handle talks netlink inside NS.
 	Handle *netlink.Handle
+	// born are the devices a Shared namespace was created with.
+	born []string
 }
 
 // New creates a namespace for tb, brings its loopback up and turns IPv6 off
@@ -136,26 +139,45 @@ func Shared() (e *Env, close func() error, err error) {
 		close()
 		return nil, nil, fmt.Errorf("set up namespace: %w", err)
 	}
+	if e.born, err = e.links(); err != nil {
+		close()
+		return nil, nil, err
+	}
 	return e, close, nil
 }
 
-// Bare returns an error naming the devices in e other than its loopback:
-// a shared namespace a test left them in is not as the next test needs it.
+// Bare returns an error naming the devices in e that it was not created
+// with (its loopback, and the fallback devices of tunnel drivers built in,
+// such as sit0): a shared namespace a test left them in is not as the next
+// test needs it.
 func (e *Env) Bare() error {
-	links, err := e.Handle.LinkList()
+	now, err := e.links()
 	if err != nil {
-		return fmt.Errorf("list the namespace's links: %w", err)
+		return err
 	}
 	var left []string
-	for _, l := range links {
-		if l.Attrs().Name != "lo" {
-			left = append(left, l.Attrs().Name)
+	for _, l := range now {
+		if !slices.Contains(e.born, l) {
+			left = append(left, l)
 		}
 	}
 	if len(left) > 0 {
-		return fmt.Errorf("the shared namespace still has %v", left)
+		return fmt.Errorf("the shared namespace has %v, which it was not created with (%v)", left, e.born)
 	}
 	return nil
+}
+
+// links names e's devices, each with its index.
+func (e *Env) links() ([]string, error) {
+	ls, err := e.Handle.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("list the namespace's links: %w", err)
+	}
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = fmt.Sprintf("%s#%d", l.Attrs().Name, l.Attrs().Index)
+	}
+	return names, nil
 }
 
 // newNS creates a namespace without moving the calling goroutine into it.
