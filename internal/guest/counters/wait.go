@@ -17,11 +17,21 @@ const PollInterval = 2 * time.Millisecond
 // state the kernel was stuck in. Each wait is noted for its caller in
 // package margin.
 func WaitFor[T any](ctx context.Context, timeout time.Duration, get func() (T, error), ok func(T) bool) (T, error) {
+	return WaitForEvery(ctx, timeout, PollInterval, get, ok)
+}
+
+// WaitForEvery is WaitFor sampling every interval, for a get that costs
+// what is measured something each time: reading a tracer's BPF maps with
+// bpf(2) holds off every kprobe program on that CPU meanwhile
+// (bpf_disable_instrumentation), and the kernel skips one that fires.
+func WaitForEvery[T any](
+	ctx context.Context, timeout, interval time.Duration, get func() (T, error), ok func(T) bool,
+) (T, error) {
 	defer profile.Running(profile.Waits).End()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	t := time.NewTicker(PollInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		v, err := get()
