@@ -112,16 +112,8 @@ func Attach(f Filter) (*Monitor, error) {
 	insns = append(insns,
 		asm.LoadMem(asm.R2, asm.R6, 16, asm.DWord),
 		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.counts.FD()),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-		asm.Return(),
 	)
+	insns = append(insns, instrument.CountKey(m.counts)...)
 	m.prog, err = newProgram(&ebpf.ProgramSpec{
 		Name: "xc_kfree_skb", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "kfree_skb",
 		License: "GPL", Instructions: insns,

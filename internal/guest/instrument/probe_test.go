@@ -41,18 +41,9 @@ func counter(tb testing.TB, m *ebpf.Map, key int32) *ebpf.Program {
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:    ebpf.Kprobe,
 		License: "GPL",
-		Instructions: asm.Instructions{
+		Instructions: append(asm.Instructions{
 			asm.StoreImm(asm.RFP, -4, int64(key), asm.Word),
-			asm.LoadMapPtr(asm.R1, m.FD()),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, -4),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "out"),
-			asm.Mov.Imm(asm.R1, 1),
-			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-			asm.Return(),
-		},
+		}, CountKey(m)...),
 	})
 	assert.NilError(tb, err)
 	tb.Cleanup(func() { p.Close() })
