@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
 // cmdBench measures: boot-to-first-test (bench boot), or where the tests'
@@ -83,11 +85,19 @@ func benchBoot(args []string) error {
 			b := v.newBackend(k, init)
 			var boots, totals []time.Duration
 			accel := ""
-			for range *n {
+			for artefacts := 0; len(boots) < *n; {
 				s := &resultSink{run: results.NewRun(k.Label())}
 				out, err := b.Run(ctx, k, v.job(k, bins, false), s)
+				// A boot the emulator killed (vmtest.Artefact) measured
+				// nothing: boot again, as the runner does, a few times.
+				if err != nil && vmtest.Artefact(out, s.splats) && artefacts < 3 && ctx.Err() == nil {
+					artefacts++
+					fmt.Fprintf(os.Stderr, "xmitcheck: %s on %s: the TCG int3 artefact, the emulator's, killed a boot: "+
+						"booting again\n", be, k.Label())
+					continue
+				}
 				if err != nil {
-					return fmt.Errorf("%s on %s: %w", be, k.Label(), err)
+					return fmt.Errorf("%s on %s: %w%s", be, k.Label(), err, consoleTail(out))
 				}
 				boots = append(boots, out.BootToFirstTest)
 				totals = append(totals, out.Total)
@@ -101,6 +111,15 @@ func benchBoot(args []string) error {
 		}
 	}
 	return w.Flush()
+}
+
+// consoleTail is the end of a failed boot's console, for its error: what
+// the kernel said last.
+func consoleTail(out *vmtest.Outcome) string {
+	if out == nil || len(out.Console) == 0 {
+		return ""
+	}
+	return "; its console ended:\n  " + strings.Join(out.Console[max(0, len(out.Console)-12):], "\n  ")
 }
 
 // median returns the middle of d (d need not be sorted).
