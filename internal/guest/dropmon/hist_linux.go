@@ -155,7 +155,10 @@ func newHistInstance(tb testing.TB, proto uint16) (*histInstance, error) {
 	// filled in by another CPU for map_size tries (__tracing_map_insert,
 	// kernel/trace/tracing_map.c). With the CPU in the key no two CPUs
 	// insert the same key.
-	h := &histInstance{dir: dir, trigger: fmt.Sprintf("hist:keys=common_cpu,reason:vals=hitcount if protocol == %d", proto)}
+	h := &histInstance{
+		dir:     dir,
+		trigger: fmt.Sprintf("hist:keys=common_cpu,reason:vals=hitcount if protocol == %d", proto),
+	}
 	fail := func(err error) (*histInstance, error) {
 		if cerr := h.close(); cerr != nil {
 			tb.Errorf("dropmon: %v", cerr)

@@ -119,7 +119,8 @@ func (e *Env) prepare() error {
 // namespace takes under the emulator, and the work of destroying it.
 func Shared() (e *Env, close func() error, err error) {
 	if os.Geteuid() != 0 {
-		return nil, nil, errors.New("network namespaces need root: run the suites as root, in a VM (xmitcheck run) or with sudo")
+		return nil, nil, errors.New(
+			"network namespaces need root: run the suites as root, in a VM (xmitcheck run) or with sudo")
 	}
 	ns, err := newNS()
 	if err != nil {
