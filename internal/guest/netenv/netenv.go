@@ -38,68 +38,66 @@ func New(tb testing.TB) *Env {
 	if testing.Short() {
 		tb.Skip("netenv: needs root and network namespaces: not with -short")
 	}
-	if os.Geteuid() != 0 {
-		tb.Fatal("netenv: network namespaces need root: run the suites as root, in a VM (xmitcheck run) or with sudo")
-	}
-	ns, err := newNS()
+	e, err := open()
 	if err != nil {
 		tb.Fatalf("netenv: %v", err)
 	}
-	tb.Cleanup(func() { ns.Close() })
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		tb.Fatalf("netenv: netlink handle in namespace: %v", err)
-	}
-	tb.Cleanup(h.Close)
-	e := &Env{NS: ns, Handle: h}
-	e.setUp(tb)
+	tb.Cleanup(func() { e.close() })
 	return e
 }
 
 // NewDoomed creates a namespace the test deletes itself: kill drops every
 // reference the test holds to it (its file and the netlink handle), after
 // which the kernel destroys it as soon as nothing else holds it. kill is
-// idempotent and also runs at the test's end. (New cannot serve: its
-// cleanup closes the namespace's descriptor by number, which may belong to
-// another file once the test closed it.)
+// idempotent and also runs at the test's end.
 func NewDoomed(tb testing.TB) (e *Env, kill func()) {
 	tb.Helper()
 	defer profile.Start(tb, profile.Setup).End()
 	if testing.Short() {
 		tb.Skip("netenv: needs root and network namespaces: not with -short")
 	}
-	ns, err := newNS()
+	e, err := open()
 	if err != nil {
 		tb.Fatalf("netenv: %v", err)
+	}
+	kill = func() { e.close() }
+	tb.Cleanup(kill)
+	return e, kill
+}
+
+// Shared creates a namespace as New does, for many tests in turn: each
+// must leave it as it found it, its devices deleted (Bare checks), and
+// close removes it. It makes, per test, the 0.1 to 0.25 s that creating a
+// namespace takes under the emulator, and the work of destroying it.
+func Shared() (e *Env, close func() error, err error) {
+	if e, err = open(); err != nil {
+		return nil, nil, err
+	}
+	if e.born, err = e.links(); err != nil {
+		e.close()
+		return nil, nil, err
+	}
+	return e, e.close, nil
+}
+
+// open creates a namespace, without moving the calling goroutine into it,
+// and a netlink handle in it; it turns IPv6 off for every device created
+// there afterwards and brings the loopback up.
+func open() (*Env, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("network namespaces need root: run the suites as root, in a VM (xmitcheck run) or with sudo")
+	}
+	ns, err := newNS()
+	if err != nil {
+		return nil, err
 	}
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		ns.Close()
-		tb.Fatalf("netenv: netlink handle in namespace: %v", err)
+		return nil, fmt.Errorf("netlink handle in namespace: %w", err)
 	}
-	e = &Env{NS: ns, Handle: h}
-	// Close through e.NS, which Close then sets to -1: a second close is
-	// of no file at all.
-	kill = func() {
-		h.Close()
-		e.NS.Close()
-	}
-	tb.Cleanup(kill)
-	e.setUp(tb)
-	return e, kill
-}
-
-// setUp turns IPv6 off for every device created in e from now on and
-// brings its loopback up.
-func (e *Env) setUp(tb testing.TB) {
-	tb.Helper()
-	if err := e.prepare(); err != nil {
-		tb.Fatalf("netenv: set up namespace: %v", err)
-	}
-}
-
-func (e *Env) prepare() error {
-	return e.Do(func() error {
+	e := &Env{NS: ns, Handle: h}
+	err = e.Do(func() error {
 		for _, key := range []string{"net/ipv6/conf/all/disable_ipv6", "net/ipv6/conf/default/disable_ipv6"} {
 			if err := sysctl(key, "1"); err != nil && !os.IsNotExist(err) {
 				return err
@@ -111,44 +109,23 @@ func (e *Env) prepare() error {
 		}
 		return e.Handle.LinkSetUp(lo)
 	})
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("set up namespace: %w", err)
+	}
+	return e, nil
 }
 
-// Shared creates a namespace as New does, for many tests in turn: each
-// must leave it as it found it, its devices deleted (Bare checks), and
-// close removes it. It makes, per test, the 0.1 to 0.25 s that creating a
-// namespace takes under the emulator, and the work of destroying it.
-func Shared() (e *Env, close func() error, err error) {
-	if os.Geteuid() != 0 {
-		return nil, nil, errors.New(
-			"network namespaces need root: run the suites as root, in a VM (xmitcheck run) or with sudo")
-	}
-	ns, err := newNS()
-	if err != nil {
-		return nil, nil, err
-	}
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		ns.Close()
-		return nil, nil, fmt.Errorf("netlink handle in namespace: %w", err)
-	}
-	e = &Env{NS: ns, Handle: h}
-	close = func() error {
-		h.Close()
-		return ns.Close()
-	}
-	if err := e.prepare(); err != nil {
-		close()
-		return nil, nil, fmt.Errorf("set up namespace: %w", err)
-	}
-	if e.born, err = e.links(); err != nil {
-		close()
-		return nil, nil, err
-	}
-	return e, close, nil
+// close drops the handle and the namespace's file. It may run twice: the
+// file is closed through e.NS, which Close sets to -1, so a second close
+// is of no file at all, never of another file that took its number.
+func (e *Env) close() error {
+	e.Handle.Close()
+	return e.NS.Close()
 }
 
-// Bare returns an error naming the devices in e that it was not created
-// with (its loopback, and the fallback devices of tunnel drivers built in,
+// Bare returns an error naming the devices in e, a Shared namespace, that
+// it was not created with (its loopback, and the fallback devices of tunnel drivers built in,
 // such as sit0): a shared namespace a test left them in is not as the next
 // test needs it.
 func (e *Env) Bare() error {
