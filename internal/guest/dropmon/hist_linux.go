@@ -159,35 +159,36 @@ func newHistInstance(tb testing.TB, proto uint16) (*histInstance, error) {
 		dir:     dir,
 		trigger: fmt.Sprintf("hist:keys=common_cpu,reason:vals=hitcount if protocol == %d", proto),
 	}
-	fail := func(err error) (*histInstance, error) {
-		if cerr := h.close(); cerr != nil {
-			tb.Errorf("dropmon: %v", cerr)
+	// Every way out but the last, a returned error or a fault that ends
+	// the test, removes the instance.
+	made := false
+	defer func() {
+		if !made {
+			if err := h.close(); err != nil {
+				tb.Errorf("dropmon: %v", err)
+			}
 		}
-		return nil, err
-	}
+	}()
 	// The instance's ring buffer only holds each event until the trigger
 	// has it (the event itself stays disabled): one page per CPU.
 	if err := os.WriteFile(filepath.Join(dir, "buffer_size_kb"), []byte("4"), 0); err != nil {
-		h.close()
 		observe.Fault(tb, feature.Environment, "dropmon: shrink the instance's buffer: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "events/skb/kfree_skb/hist")); errors.Is(err, os.ErrNotExist) {
-		return fail(fmt.Errorf(
-			"%w: the kernel has no hist triggers (CONFIG_HIST_TRIGGERS), no events/skb/kfree_skb/hist in tracefs", ErrNoHist))
+		return nil, fmt.Errorf(
+			"%w: the kernel has no hist triggers (CONFIG_HIST_TRIGGERS), no events/skb/kfree_skb/hist in tracefs", ErrNoHist)
 	}
 	format, err := os.ReadFile(filepath.Join(dir, "events/skb/kfree_skb/format"))
 	if err != nil {
-		h.close()
 		observe.Fault(tb, feature.Environment, "dropmon: %v", err)
 	}
 	if !bytes.Contains(format, []byte(" reason;")) {
-		return fail(fmt.Errorf("%w: skb:kfree_skb has no reason field (before 5.17)", ErrNoHist))
+		return nil, fmt.Errorf("%w: skb:kfree_skb has no reason field (before 5.17)", ErrNoHist)
 	}
 	if err := os.WriteFile(h.triggerFile(), []byte(h.trigger), 0); err != nil {
-		h.close()
 		observe.Fault(tb, feature.Environment, "dropmon: set %q on skb:kfree_skb: %v", h.trigger, err)
 	}
-	h.set = true
+	h.set, made = true, true
 	return h, nil
 }
 
