@@ -84,7 +84,7 @@ func (b *Built) Image() string { return filepath.Join(b.Dir, "bzImage") }
 // that no build made the old way is taken for a new one; one per base.
 var recipes = map[string]string{
 	BaseDefconfig: "defconfig+kvm_guest.config+fragments, olddefconfig, bzImage, ccache gcc, v1",
-	BaseMinimal:   "allnoconfig+base.config+fragments, olddefconfig, bzImage, ccache gcc, v1",
+	BaseMinimal:   "allnoconfig with base.config+fragments as KCONFIG_ALLCONFIG, bzImage, ccache gcc, v2",
 }
 
 // ErrBuild wraps every failure of the build itself (the compiler, a
@@ -430,11 +430,14 @@ func (m *maker) heartbeat() (stop func()) {
 	})
 }
 
-// configure makes out/.config: the base (allnoconfig with base.config, or
-// defconfig with kvm_guest.config), the suites' fragment (kernels/config)
-// and frags merged, olddefconfig; then checks that every option of the
-// fragments holds. The old .config is replaced only when the new one
-// differs, so an unchanged config rebuilds nothing.
+// configure makes out/.config and checks that every option of the
+// suites' fragment (kernels/config) and of frags holds. The minimal base is
+// allnoconfig given base.config, kernels/config and frags, in that order, as
+// KCONFIG_ALLCONFIG: every option they do not name is off, so an option
+// they turn on brings no default-y children. The defconfig base is
+// defconfig and kvm_guest.config with the fragments merged, then
+// olddefconfig. The old .config is replaced only when the new one differs,
+// so an unchanged config rebuilds nothing.
 func (m *maker) configure(base string, frags []string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(m.out), "config-")
 	if err != nil {
@@ -442,31 +445,18 @@ func (m *maker) configure(base string, frags []string) error {
 	}
 	defer os.RemoveAll(tmp)
 	checked := append([]string{Config}, frags...)
-	all, start := checked, []string{"defconfig", "kvm_guest.config"}
+	cfg := &maker{ctx: m.ctx, src: m.src, out: filepath.Join(tmp, "out"), ccache: m.ccache, log: m.log, logPath: m.logPath}
 	if base == BaseMinimal {
-		// Base is merged first and not checked: it names options of
-		// several kernel versions.
-		all, start = append([]string{Base}, checked...), []string{"allnoconfig"}
-	}
-	var paths []string
-	for i, f := range all {
-		path := filepath.Join(tmp, fmt.Sprintf("fragment-%d.config", i))
-		if err := os.WriteFile(path, []byte(f), 0o644); err != nil {
+		// Base goes first and is not checked: it names options of
+		// several kernel versions. A later line overrides an earlier.
+		all := filepath.Join(tmp, "allno.config")
+		if err := os.WriteFile(all, []byte(strings.Join(append([]string{Base}, checked...), "\n")), 0o644); err != nil {
 			return err
 		}
-		paths = append(paths, path)
-	}
-	cfg := &maker{ctx: m.ctx, src: m.src, out: filepath.Join(tmp, "out"), ccache: m.ccache, log: m.log, logPath: m.logPath}
-	if err := cfg.run(start...); err != nil {
-		return err
-	}
-	mergeArgs := append([]string{"-m", "-O", cfg.out, filepath.Join(cfg.out, ".config")}, paths...)
-	merge := exec.CommandContext(m.ctx, filepath.Join(m.src, "scripts/kconfig/merge_config.sh"), mergeArgs...)
-	merge.Dir, merge.Stdout, merge.Stderr = m.src, m.log, m.log
-	if err := merge.Run(); err != nil {
-		return fmt.Errorf("%w: merge_config.sh: %v (see %s)", ErrBuild, err, m.logPath)
-	}
-	if err := cfg.run("olddefconfig"); err != nil {
+		if err := cfg.run("KCONFIG_ALLCONFIG="+all, "allnoconfig"); err != nil {
+			return err
+		}
+	} else if err := m.mergeDefconfig(cfg, tmp, checked); err != nil {
 		return err
 	}
 	got, err := os.ReadFile(filepath.Join(cfg.out, ".config"))
@@ -480,6 +470,29 @@ func (m *maker) configure(base string, frags []string) error {
 		return nil
 	}
 	return os.WriteFile(filepath.Join(m.out, ".config"), got, 0o644)
+}
+
+// mergeDefconfig makes cfg.out/.config from defconfig, kvm_guest.config
+// and frags, merged and completed by olddefconfig.
+func (m *maker) mergeDefconfig(cfg *maker, tmp string, frags []string) error {
+	var paths []string
+	for i, f := range frags {
+		path := filepath.Join(tmp, fmt.Sprintf("fragment-%d.config", i))
+		if err := os.WriteFile(path, []byte(f), 0o644); err != nil {
+			return err
+		}
+		paths = append(paths, path)
+	}
+	if err := cfg.run("defconfig", "kvm_guest.config"); err != nil {
+		return err
+	}
+	mergeArgs := append([]string{"-m", "-O", cfg.out, filepath.Join(cfg.out, ".config")}, paths...)
+	merge := exec.CommandContext(m.ctx, filepath.Join(m.src, "scripts/kconfig/merge_config.sh"), mergeArgs...)
+	merge.Dir, merge.Stdout, merge.Stderr = m.src, m.log, m.log
+	if err := merge.Run(); err != nil {
+		return fmt.Errorf("%w: merge_config.sh: %v (see %s)", ErrBuild, err, m.logPath)
+	}
+	return cfg.run("olddefconfig")
 }
 
 // checkConfig fails when an option a fragment sets did not survive

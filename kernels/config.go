@@ -10,8 +10,8 @@ import _ "embed"
 //go:embed config
 var Config string
 
-// Base is the minimal base a built kernel starts from: allnoconfig, then
-// Base, then Config and the build's own fragments.
+// Base is the minimal base a built kernel starts from: allnoconfig given
+// Base, Config and the build's own fragments as KCONFIG_ALLCONFIG.
 //
 //go:embed base.config
 var Base string

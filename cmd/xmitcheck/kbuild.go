@@ -29,7 +29,7 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.name, "name", "", "the build's name, run as --kernel build:NAME (default: tree, commit, patches)")
 	fs.IntVar(&b.jobs, "j", 0, "make jobs (default: one per CPU)")
 	fs.StringVar(&b.base, "base", kernels.BaseMinimal,
-		"config base: minimal (allnoconfig + kernels/base.config) or defconfig (+ kvm_guest.config)")
+		"config base: minimal (allnoconfig given kernels/base.config) or defconfig (+ kvm_guest.config)")
 }
 
 func (b *buildFlags) options() kernels.BuildOptions {
