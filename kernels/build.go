@@ -456,7 +456,7 @@ func (m *maker) configure(base string, frags []string) error {
 		if err := cfg.run("KCONFIG_ALLCONFIG="+all, "allnoconfig"); err != nil {
 			return err
 		}
-	} else if err := m.mergeDefconfig(cfg, tmp, checked); err != nil {
+	} else if err := cfg.mergeDefconfig(tmp, checked); err != nil {
 		return err
 	}
 	got, err := os.ReadFile(filepath.Join(cfg.out, ".config"))
@@ -472,9 +472,9 @@ func (m *maker) configure(base string, frags []string) error {
 	return os.WriteFile(filepath.Join(m.out, ".config"), got, 0o644)
 }
 
-// mergeDefconfig makes cfg.out/.config from defconfig, kvm_guest.config
-// and frags, merged and completed by olddefconfig.
-func (m *maker) mergeDefconfig(cfg *maker, tmp string, frags []string) error {
+// mergeDefconfig makes m.out/.config from defconfig, kvm_guest.config and
+// frags (written to files in tmp), merged and completed by olddefconfig.
+func (m *maker) mergeDefconfig(tmp string, frags []string) error {
 	var paths []string
 	for i, f := range frags {
 		path := filepath.Join(tmp, fmt.Sprintf("fragment-%d.config", i))
@@ -483,16 +483,16 @@ func (m *maker) mergeDefconfig(cfg *maker, tmp string, frags []string) error {
 		}
 		paths = append(paths, path)
 	}
-	if err := cfg.run("defconfig", "kvm_guest.config"); err != nil {
+	if err := m.run("defconfig", "kvm_guest.config"); err != nil {
 		return err
 	}
-	mergeArgs := append([]string{"-m", "-O", cfg.out, filepath.Join(cfg.out, ".config")}, paths...)
+	mergeArgs := append([]string{"-m", "-O", m.out, filepath.Join(m.out, ".config")}, paths...)
 	merge := exec.CommandContext(m.ctx, filepath.Join(m.src, "scripts/kconfig/merge_config.sh"), mergeArgs...)
 	merge.Dir, merge.Stdout, merge.Stderr = m.src, m.log, m.log
 	if err := merge.Run(); err != nil {
 		return fmt.Errorf("%w: merge_config.sh: %v (see %s)", ErrBuild, err, m.logPath)
 	}
-	return cfg.run("olddefconfig")
+	return m.run("olddefconfig")
 }
 
 // checkConfig fails when an option a fragment sets did not survive
