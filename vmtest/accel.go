@@ -81,11 +81,7 @@ func writeVerdict(cacheDir, accel string) error {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", p, os.Getpid())
-	if err := os.WriteFile(tmp, []byte(accel+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return writeRename(p, []byte(accel+"\n"))
 }
 
 // bootAccel runs boot under choice's accelerator. Where KVM has no verdict

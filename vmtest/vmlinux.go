@@ -54,9 +54,9 @@ func bootImage(vmlinuz, cacheDir string) string {
 		os.WriteFile(cached+".none", []byte(err.Error()+"\n"), 0o644)
 		return vmlinuz
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", cached, os.Getpid())
-	if os.WriteFile(tmp, elfData, 0o644) != nil || os.Rename(tmp, cached) != nil {
-		os.Remove(tmp)
+	// A temporary file of its own: two VMs of one kernel (run --vms) may
+	// extract it at the same time.
+	if err := writeRename(cached, elfData); err != nil {
 		return vmlinuz
 	}
 	return cached
@@ -146,3 +146,26 @@ func hasPVHEntry(b []byte) bool {
 }
 
 func align4(n int) int { return (n + 3) &^ 3 }
+
+// writeRename writes data to a temporary file beside path and renames it
+// over path, so that a reader never sees a half-written file.
+func writeRename(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}

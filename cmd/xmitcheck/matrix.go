@@ -64,6 +64,9 @@ func cmdMatrix(args []string) (int, error) {
 	if *jobs <= 0 {
 		*jobs = defaultJobs(s.v.memoryMB)
 	}
+	// The cores go to kernels at once: each kernel runs in one VM unless
+	// --vms says otherwise.
+	s.v.vms = max(s.v.vms, 1)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

@@ -52,6 +52,8 @@ func (s *suiteRun) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.junit, "junit", "", "write JUnit XML to this file")
 	fs.StringVar(&s.events, "events", "", "write the guests' go test -json events, before judging, to this file")
 	fs.BoolVar(&s.verbose, "v", false, "print the tests' output as they run")
+	fs.IntVar(&s.v.vms, "vms", 0, "VMs of each kernel that run its test binaries at once, dealt among them "+
+		"(0: one per core as far as memory allows; one with -v, vng or the host; matrix: one)")
 	fs.StringVar(&s.bench, "bench", "", "go test -bench: also run these benchmarks")
 	fs.StringVar(&s.benchtime, "benchtime", "", "go test -benchtime")
 	fs.StringVar(&s.list, "list", "", "go test -list: list the tests, benchmarks and examples matching this regexp")
@@ -147,6 +149,7 @@ func (s *suiteRun) binaries(ctx context.Context) (bins []vmtest.Binary, init str
 // exec runs the suites on ks and writes the summary, the verdicts and the
 // reports. An error means nothing could be run.
 func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.Run, error) {
+	s.autoVMs()
 	bins, init, cleanup, err := s.binaries(ctx)
 	if err != nil {
 		return nil, err
@@ -253,25 +256,60 @@ func runExit(runs []*results.Run) int {
 }
 
 // runOne runs the binaries on one kernel and judges the seeds against the
-// kernel's expectation. A crash or hang fails the test that was running and
-// does not hide the rest: the kernel boots again for the binaries not yet
-// run. What the emulator killed goes by emulatorRetry. Every error is kept
-// (errors.Join), so a crash after an emulator artefact still says crash.
-// An error with a nil Run means the run could not start.
+// kernel's expectation. The binaries are dealt among v.lanes VMs of the
+// kernel that run at once (runLane), and their records joined into one
+// Run before the judge reads it. Every error is kept (errors.Join), so a
+// crash after an emulator artefact still says crash. An error with a nil
+// Run means the run could not start.
 func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary,
 	verbose bool, human io.Writer) (*results.Run, error) {
 	e, source, named, err := v.expectation(k)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend)…\n", len(bins), k.Label(), b.Name())
-	s := &resultSink{run: results.NewRun(k.Label()), kernel: k.Label(), progress: progress(), started: time.Now()}
-	s.run.Name = k.Name
-	if verbose {
-		s.verbose = human
+	lanes := v.lanes(k, len(bins))
+	vms := ""
+	if lanes > 1 {
+		vms = fmt.Sprintf(", %d VMs at once", lanes)
 	}
+	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend%s)…\n", len(bins), k.Label(), b.Name(), vms)
+	var out io.Writer
+	if verbose {
+		out = human
+	}
+	run, errs, err := runLanes(ctx, v, k, b, bins, lanes, out)
+	if err != nil {
+		return nil, err
+	}
+	run.Name = k.Name
+	for _, n := range run.Notes {
+		fmt.Fprintln(human, "xmitcheck:", n)
+	}
+	if v.suitesRev != "" {
+		run.Note(about(v.suitesRev)) // for the outputs; the terminal had it once, before the builds
+	}
+	if ctx.Err() != nil {
+		run.Cancel()
+	}
+	if mods := kernels.UnloadableModules(k, append(slices.Clone(kernels.GuestModules), v.modprobe...)); len(mods) > 0 {
+		run.Unloadable = fmt.Sprintf("%s builds %s as modules and no --modules directory came with it",
+			k.Name, strings.Join(mods, ", "))
+	}
+	run.Finish(errors.Join(errs...))
+	run.Judge(e, source, named...)
+	return run, nil
+}
+
+// runLane boots k for bins and records what they report in a Run of its
+// own. A crash or hang fails the test that was running and does not hide
+// the rest: the kernel boots again for the binaries not yet run. What the
+// emulator killed goes by emulatorRetry. errs are the boots' failures; err
+// means the lane could not record its results at all.
+func runLane(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary,
+	verbose io.Writer, started time.Time) (run *results.Run, errs []error, err error) {
+	s := &resultSink{run: results.NewRun(k.Label()), kernel: k.Label(), progress: progress(), started: started,
+		verbose: verbose}
 	defer s.heartbeat(30 * time.Second)()
-	var errs []error
 	retry := newEmulatorRetry(s.run, k.Label())
 	for queue := boots(bins); len(queue) > 0 && ctx.Err() == nil; {
 		bt := queue[0]
@@ -283,7 +321,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 		out, err := b.Run(ctx, k, job, s)
 		s.endBoot()
 		if s.err != nil {
-			return nil, s.err
+			return nil, nil, s.err
 		}
 		if out != nil {
 			s.run.AddBoot(out.BootToFirstTest, out.Total, out.Accel)
@@ -312,22 +350,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 			queue = append(boots(rest), queue...)
 		}
 	}
-	for _, n := range s.run.Notes {
-		fmt.Fprintln(human, "xmitcheck:", n)
-	}
-	if v.suitesRev != "" {
-		s.run.Note(about(v.suitesRev)) // for the outputs; the terminal had it once, before the builds
-	}
-	if ctx.Err() != nil {
-		s.run.Cancel()
-	}
-	if mods := kernels.UnloadableModules(k, append(slices.Clone(kernels.GuestModules), v.modprobe...)); len(mods) > 0 {
-		s.run.Unloadable = fmt.Sprintf("%s builds %s as modules and no --modules directory came with it",
-			k.Name, strings.Join(mods, ", "))
-	}
-	s.run.Finish(errors.Join(errs...))
-	s.run.Judge(e, source, named...)
-	return s.run, nil
+	return s.run, errs, nil
 }
 
 // reports are the files a run writes ("" for none, "-" for stdout).

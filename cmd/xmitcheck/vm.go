@@ -35,6 +35,9 @@ type vmFlags struct {
 	expectFor map[string]string
 	// only makes --expect the whole expectation (bisect).
 	only bool
+	// vms is how many VMs of a kernel run its test binaries at once
+	// (lanes.go); 0 until a command picks its default.
+	vms int
 	// suitesRev is which source the suites were built from (set once they
 	// are): every run records it, with this xmitcheck's version.
 	suitesRev string
