@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes docs/speed.md from measurements, never by hand: boot-to-first-test
 # on each backend (xmitcheck bench boot), every suite on one kernel
-# (xmitcheck run) and where its tests' time went (xmitcheck bench profile
-# over that run's events), with the date, the machine and its load. With
+# (xmitcheck run, in its default VMs at once and in one VM) and where its
+# tests' time went (xmitcheck bench profile over the one VM's events), with the date, the machine and its load. With
 # BENCH_TREE=DIR it also times a first `xmitcheck kernels build --tree DIR`,
 # in an empty cache, a one-file rebuild, and a bisect step: that rebuild,
 # then ./suites/qdisc on it. With BENCH_MATRIX=1 it times the default
@@ -36,28 +36,35 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 	echo
 	echo "## Every suite"
 	echo
-	echo "\`$x run --kernel $kernel ./suites/...\` (load at the start $(load)): when each test binary ended,"
-	echo "the runner's notes (a binary the emulator killed runs again, and its time counts twice) and the"
-	echo "run's line."
+	echo "\`$x run --kernel $kernel ./suites/...\` as it runs by default, the test binaries dealt among as"
+	echo "many VMs at once as the cores allow, then with \`--vms 1\`, one VM after the other (load at the start"
+	echo "$(load)): when each test binary ended, the runner's notes (a binary the emulator killed runs again,"
+	echo "and its time counts twice), the run's line and the wall-clock time of the whole command."
 	echo
 	echo '```'
-	rc=0
-	"$x" run --kernel "$kernel" --events "$tmp/run.events" ./suites/... >"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
-	grep -E '^xmitcheck: .*: suites/[a-z]+ .*\(exit [0-9]+\) at ' "$tmp/run.err" | sed 's/^xmitcheck: //' || true
-	grep -E '^xmitcheck: .*(TCG|emulator|booting again)' "$tmp/run.out" "$tmp/run.err" -h | sed 's/^xmitcheck: //' || true
-	grep -E '^[^ ].*: [0-9]+ passed, ' "$tmp/run.out" || true
+	for vms in 0 1; do
+		rc=0
+		start=$(date +%s)
+		"$x" run --kernel "$kernel" --vms "$vms" --events "$tmp/run$vms.events" ./suites/... \
+			>"$tmp/run.out" 2>"$tmp/run.err" || rc=$?
+		took=$(( $(date +%s) - start ))
+		grep -E '^xmitcheck: running ' "$tmp/run.err" | sed 's/^xmitcheck: //' || true
+		grep -E '^xmitcheck: .*: suites/[a-z]+ .*\(exit [0-9]+\) at ' "$tmp/run.err" | sed 's/^xmitcheck: /  /' || true
+		grep -E '^xmitcheck: .*(TCG|emulator|booting again)' "$tmp/run.out" "$tmp/run.err" -h | sed 's/^xmitcheck: //' || true
+		grep -E '^[^ ].*: [0-9]+ passed, ' "$tmp/run.out" || true
+		echo "wall: $took s (exit $rc)"
+		echo
+	done
 	echo '```'
-	[ "$rc" = 0 ] || echo "The run exited $rc: its figures are not a healthy kernel's."
-	echo
 	echo "## Where the suites' time goes"
 	echo
-	echo "\`$x bench profile --from EVENTS\` over that run's events (\`run --events\`): per suite and"
+	echo "\`$x bench profile --from EVENTS\` over the \`--vms 1\` run's events (\`run --events\`): per suite and"
 	echo "test, the longest first, the seconds the shared helpers spent in setup (namespaces, links, taps, BPF"
 	echo "objects), traffic, waits (bounded polls), teardown (the cleanups), and other (the rest);"
 	echo "a test's row holds its subtests' (internal/guest/profile)."
 	echo
 	echo '```'
-	"$x" bench profile --from "$tmp/run.events" || echo "bench profile failed"
+	"$x" bench profile --from "$tmp/run1.events" || echo "bench profile failed"
 	echo '```'
 	if [ -n "${BENCH_TREE:-}" ]; then
 		# A first build is measured in a cache of its own (no ccache
