@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes docs/speed.md from measurements, never by hand: boot-to-first-test
 # on each backend (xmitcheck bench boot), every suite on one kernel
-# (xmitcheck run, in its default VMs at once and in one VM) and where its
+# (xmitcheck run, in two VMs at once and in one) and where its
 # tests' time went (xmitcheck bench profile over the one VM's events), with the date, the machine and its load. With
 # BENCH_TREE=DIR it also times a first `xmitcheck kernels build --tree DIR`,
 # in an empty cache, a one-file rebuild, and a bisect step: that rebuild,
@@ -36,13 +36,13 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 	echo
 	echo "## Every suite"
 	echo
-	echo "\`$x run --kernel $kernel ./suites/...\` as it runs by default, the test binaries dealt among as"
-	echo "many VMs at once as the cores allow, then with \`--vms 1\`, one VM after the other (load at the start"
-	echo "$(load)): when each test binary ended, the runner's notes (a binary the emulator killed runs again,"
-	echo "and its time counts twice), the run's line and the wall-clock time of the whole command."
+	echo "\`$x run --kernel $kernel ./suites/...\` with \`--vms 2\`, the test binaries dealt among two VMs"
+	echo "at once, then with \`--vms 1\`, one VM (load at the start $(load)): when each test binary ended, the"
+	echo "runner's notes (a binary the emulator killed runs again, and its time counts twice), the run's line"
+	echo "and the wall-clock time of the whole command. Run's default is one VM per --cpus cores (usage.md)."
 	echo
 	echo '```'
-	for vms in 0 1; do
+	for vms in 2 1; do
 		rc=0
 		start=$(date +%s)
 		"$x" run --kernel "$kernel" --vms "$vms" --events "$tmp/run$vms.events" ./suites/... \

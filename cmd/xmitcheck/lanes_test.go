@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -96,7 +97,10 @@ func TestLanes(t *testing.T) {
 	assert.Check(t, is.Equal((&vmFlags{vms: 2}).lanes(&kernels.Kernel{Name: "host", Host: true}, 4), 1),
 		"the host's binaries share its kernel: one at a time")
 
-	s := suiteRun{v: vmFlags{backend: "native", memoryMB: 1024}}
+	s := suiteRun{v: vmFlags{backend: "native", cpus: runtime.NumCPU(), memoryMB: 1024}}
+	s.autoVMs()
+	assert.Check(t, is.Equal(s.v.vms, 1), "a VM's vCPUs take every core: one VM")
+	s = suiteRun{v: vmFlags{backend: "native", cpus: 1, memoryMB: 1}}
 	s.autoVMs()
 	assert.Check(t, s.v.vms >= 1)
 	for _, s := range []suiteRun{{v: vmFlags{backend: "vng"}}, {v: vmFlags{backend: "native"}, verbose: true}} {

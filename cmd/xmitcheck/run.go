@@ -53,7 +53,7 @@ func (s *suiteRun) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.events, "events", "", "write the guests' go test -json events, before judging, to this file")
 	fs.BoolVar(&s.verbose, "v", false, "print the tests' output as they run")
 	fs.IntVar(&s.v.vms, "vms", 0, "VMs of each kernel that run its test binaries at once, dealt among them "+
-		"(0: one per core as far as memory allows; one with -v, vng or the host; matrix: one)")
+		"(0: one per --cpus cores as far as memory allows; one with -v, vng or the host; matrix: one)")
 	fs.StringVar(&s.bench, "bench", "", "go test -bench: also run these benchmarks")
 	fs.StringVar(&s.benchtime, "benchtime", "", "go test -benchtime")
 	fs.StringVar(&s.list, "list", "", "go test -list: list the tests, benchmarks and examples matching this regexp")
