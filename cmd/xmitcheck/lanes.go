@@ -33,14 +33,12 @@ func (v *vmFlags) lanes(k *kernels.Kernel, bins int) int {
 
 // autoVMs is --vms 0 for run, compare and bisect: as many VMs as the host
 // has cores for every vCPU of each (--cpus), as far as memory allows, at
-// least one. A race test needs its guest's vCPUs to run in parallel, and a
-// second guest on the same cores takes that away: on this project's
-// 2-core TCG machine, two VMs of 2 vCPUs took ./suites/... on debian:7.3
-// from 3m40s to about 3m, but tun's TestRaceSmallRing caught the
-// tun-no-second-look kernel in 0 of 4 rounds that way and in 4 of 4 in one
-// VM. So there the default stays one VM, and --vms 2 is a choice.
-// -v prints the tests' output as it comes, which one VM at a time keeps
-// readable, and vng's boot costs several native boots: both keep one.
+// least one. A race test needs its guest's vCPUs to run in parallel; a
+// second guest on the same cores takes that away, and the race tests then
+// catch less (docs/usage.md has the negative control's figures), so VMs
+// share no core unless --vms says so. -v prints the tests' output as it
+// comes, which one VM at a time keeps readable, and vng's boot costs
+// several native boots: both keep one.
 func (s *suiteRun) autoVMs() {
 	if s.v.vms != 0 {
 		return
