@@ -272,7 +272,8 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	if lanes > 1 {
 		vms = fmt.Sprintf(", %d VMs at once", lanes)
 	}
-	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend%s)…\n", len(bins), k.Label(), b.Name(), vms)
+	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend%s)…\n",
+		len(bins), k.Label(), b.Name(), vms)
 	var out io.Writer
 	if verbose {
 		out = human
