@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Writes docs/speed.md from measurements, never by hand: boot-to-first-test
 # on each backend (xmitcheck bench boot), every suite on one kernel
-# (xmitcheck run, in two VMs at once and in one) and where its
-# tests' time went (xmitcheck bench profile over the one VM's events), with the date, the machine and its load. With
-# BENCH_TREE=DIR it also times a first `xmitcheck kernels build --tree DIR`,
-# in an empty cache, a one-file rebuild, and a bisect step: that rebuild,
-# then ./suites/qdisc on it. With BENCH_MATRIX=1 it times the default
+# (xmitcheck run, in two VMs at once and in one) and where its tests' time
+# went (xmitcheck bench profile over the one VM's events), with the date,
+# the machine and its load. With BENCH_TREE=DIR it also times a first
+# `xmitcheck kernels build --tree DIR`, in an empty cache, a one-file
+# rebuild, and a bisect step: that rebuild, then ./suites/qdisc on it. With BENCH_MATRIX=1 it times the default
 # matrix (every catalog kernel and the host, fetched first, untimed).
 #   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
 set -euo pipefail
@@ -53,9 +53,11 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 		grep -E '^xmitcheck: .*(TCG|emulator|booting again)' "$tmp/run.out" "$tmp/run.err" -h | sed 's/^xmitcheck: //' || true
 		grep -E '^[^ ].*: [0-9]+ passed, ' "$tmp/run.out" || true
 		echo "wall: $took s (exit $rc)"
+		[ "$rc" = 0 ] || echo "The run exited $rc: its figures are not a healthy kernel's."
 		echo
 	done
 	echo '```'
+	echo
 	echo "## Where the suites' time goes"
 	echo
 	echo "\`$x bench profile --from EVENTS\` over the \`--vms 1\` run's events (\`run --events\`): per suite and"
