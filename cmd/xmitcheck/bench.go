@@ -170,7 +170,8 @@ func benchProfile(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// A profile is of the tests alone: one VM, no other guest beside it.
+	// A profile is of the tests alone: one VM, no other guest beside it,
+	// unless --vms says otherwise.
 	s.v.vms = max(s.v.vms, 1)
 	runs, err := s.exec(ctx, ks)
 	if err != nil {
