@@ -383,7 +383,7 @@ func gitCommit(ctx context.Context, tree string) string {
 //   - ccache's depend mode takes the headers a file includes from the
 //     dependency file gcc writes anyway (kbuild's -Wp,-MMD) instead of
 //     running the preprocessor a second time to hash its output; a kernel
-//     file's headers are a third to a half of its compile.
+//     file's headers often take a third of its compile, or more.
 //   - -fno-var-tracking drops the DWARF location lists, which only a
 //     debugger reads (CONFIG_DEBUG_INFO_REDUCED drops them too); pahole
 //     makes BTF from the types, which stay whole.
