@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -382,8 +383,8 @@ func gitCommit(ctx context.Context, tree string) string {
 // changes the code gcc emits:
 //   - ccache's depend mode takes the headers a file includes from the
 //     dependency file gcc writes anyway (kbuild's -Wp,-MMD) instead of
-//     running the preprocessor a second time to hash its output; a kernel
-//     file's headers often take a third of its compile, or more.
+//     running the preprocessor a second time to hash its output, which
+//     for a kernel file is a large share of its compile.
 //   - -fno-var-tracking drops the DWARF location lists, which only a
 //     debugger reads (CONFIG_DEBUG_INFO_REDUCED drops them too); pahole
 //     makes BTF from the types, which stay whole.
@@ -397,11 +398,23 @@ type maker struct {
 
 func (m *maker) cmd(args ...string) *exec.Cmd {
 	c := exec.CommandContext(m.ctx, "make", append([]string{"-C", m.src, "O=" + m.out, "CC=ccache gcc"}, args...)...)
-	c.Env = append(os.Environ(),
+	c.Env = append(recipeEnv(),
 		"CCACHE_DIR="+m.ccache, "CCACHE_BASEDIR="+filepath.Dir(m.src), "CCACHE_NOHASHDIR=1", "CCACHE_MAXSIZE=20G",
-		"CCACHE_DEPEND=1", "KCFLAGS="+strings.TrimSpace(os.Getenv("KCFLAGS")+" -fno-var-tracking"),
+		"CCACHE_DEPEND=1", "KCFLAGS=-fno-var-tracking",
 		"KBUILD_BUILD_USER=xmitcheck", "KBUILD_BUILD_HOST=xmitcheck", "LC_ALL=C")
 	return c
+}
+
+// recipeEnv is the environment without the flags kbuild adds to every
+// compile (KCFLAGS, KCPPFLAGS, KAFLAGS, KRUSTFLAGS): the recipe alone sets
+// them, since a build is cached by its recipe, not by the caller's
+// environment, and flags from there would change the code of a build a
+// later call without them is given.
+func recipeEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains([]string{"KCFLAGS", "KCPPFLAGS", "KAFLAGS", "KRUSTFLAGS"}, name)
+	})
 }
 
 // run runs make, its output into the log; a failure carries the log's
@@ -451,9 +464,8 @@ func (m *maker) heartbeat() (stop func()) {
 // so an unchanged config rebuilds nothing.
 //
 // The config is made in an object directory of its own, kept beside out:
-// kconfig's programs are built there once, not at every build (3.3 of the
-// 6.7 s allnoconfig takes in a new directory), and each target writes its
-// .config afresh.
+// kconfig's programs are built there once, not at every build, and each
+// target writes its .config afresh.
 func (m *maker) configure(base string, frags []string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(m.out), "fragments-")
 	if err != nil {
