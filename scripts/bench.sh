@@ -5,8 +5,9 @@
 # went (xmitcheck bench profile over the one VM's events), with the date,
 # the machine and its load. With BENCH_TREE=DIR it also times a first
 # `xmitcheck kernels build --tree DIR`, in an empty cache, a one-file
-# rebuild, and a bisect step: that rebuild, then ./suites/qdisc on it. With BENCH_MATRIX=1 it times the default
-# matrix (every catalog kernel and the host, fetched first, untimed).
+# rebuild, and a bisect step: that rebuild, then ./suites/qdisc on it.
+# With BENCH_MATRIX=1 it times the default matrix (every catalog kernel
+# and the host, fetched first, untimed).
 #   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
