@@ -32,7 +32,7 @@ func TestBroadcast(t *testing.T) {
 		{"ExcludeIngress/Hash", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eachDriver(t, true, func(t *testing.T, r *rig, d driver) {
+			eachDriver(t, func(t *testing.T, r *rig, d driver) {
 				testBroadcast(t, r, d, tc.exclude, tc.hash)
 			})
 		})

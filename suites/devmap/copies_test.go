@@ -48,7 +48,7 @@ func (c *broadcast) read(ctx context.Context, t *testing.T) {
 func TestBroadcastCopies(t *testing.T) {
 	observe.Of(t, feature.Seed004)
 	t.Run("ProgramRewritesItsCopy", func(t *testing.T) {
-		eachDriver(t, true, testProgramRewritesItsCopy)
+		eachDriver(t, testProgramRewritesItsCopy)
 	})
 }
 

@@ -22,15 +22,18 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 )
 
+// driverSpec is a driver by name; new puts it on a rig.
+type driverSpec struct {
+	name   string
+	native bool
+	new    func(tb testing.TB, r *rig) driver
+}
+
 // drivers are the ways in: BPF_PROG_TEST_RUN with live frames (5.18+) and
 // real frames on a veth pair with the main program in native mode, its NAPI
 // in softirq or in a thread of its own (threaded NAPI, 5.12+), all on the
 // native path; and real frames with the main program in generic (SKB) mode.
-var drivers = []struct {
-	name   string
-	native bool
-	new    func(tb testing.TB, r *rig) driver
-}{
+var drivers = []driverSpec{
 	{"LiveFrames", true, newLiveDriver},
 	{"Veth", true, func(tb testing.TB, r *rig) driver { return newVethDriver(tb, r, false) }},
 	{"VethThreaded", true, func(tb testing.TB, r *rig) driver { return newVethDriver(tb, r, true) }},
@@ -149,7 +152,8 @@ func newVethDriver(tb testing.TB, r *rig, threaded bool) driver {
 	return &vethDriver{r: r, sender: newSender(tb, r)}
 }
 
-// newSender opens an AF_PACKET sender on in0p.
+// newSender opens an AF_PACKET sender on in0p, for as long as the rig
+// lasts.
 func newSender(tb testing.TB, r *rig) *traffic.Sender {
 	tb.Helper()
 	var s *traffic.Sender
@@ -160,7 +164,7 @@ func newSender(tb testing.TB, r *rig) *traffic.Sender {
 	if err != nil {
 		tb.Fatalf("sender on in0p: %v", err)
 	}
-	tb.Cleanup(func() { s.Close() })
+	r.onClose(s.Close)
 	return s
 }
 

@@ -24,7 +24,7 @@ import (
 func TestDevmapDrop(t *testing.T) {
 	observe.Of(t, feature.Seed004)
 	t.Run("CountedAtFlush", func(t *testing.T) {
-		eachDriver(t, true, testDropCountedAtFlush)
+		eachDriver(t, testDropCountedAtFlush)
 	})
 }
 

@@ -33,12 +33,13 @@ func withDeadline(tb testing.TB) context.Context {
 	return ctx
 }
 
-// eachDriver runs fn as one subtest per driver, each with a fresh rig.
-func eachDriver(t *testing.T, trace bool, fn func(t *testing.T, r *rig, d driver)) {
+// eachDriver runs fn as one subtest per driver, each with the driver's
+// rig (rigFor), traced.
+func eachDriver(t *testing.T, fn func(t *testing.T, r *rig, d driver)) {
 	for _, dv := range drivers {
 		t.Run(dv.name, func(t *testing.T) {
-			r := newRig(t, trace)
-			fn(t, r, dv.new(t, r))
+			r, d := rigFor(t, dv)
+			fn(t, r, d)
 		})
 	}
 }

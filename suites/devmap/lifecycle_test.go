@@ -36,7 +36,7 @@ func TestLifecycle(t *testing.T) {
 			name += "/Hash"
 		}
 		t.Run(name, func(t *testing.T) {
-			eachDriver(t, true, func(t *testing.T, r *rig, d driver) {
+			eachDriver(t, func(t *testing.T, r *rig, d driver) {
 				testLifecycle(t, r, d, hash)
 			})
 		})

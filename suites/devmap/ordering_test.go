@@ -41,8 +41,8 @@ func TestOrdering(t *testing.T) {
 		t.Run(dv.name, func(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
-					r := newRig(t, true)
-					testOrdering(t, r, dv.new(t, r), tc)
+					r, d := rigFor(t, dv)
+					testOrdering(t, r, d, tc)
 				})
 			}
 		})

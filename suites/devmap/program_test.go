@@ -33,7 +33,7 @@ func TestDevmapProgram(t *testing.T) {
 				name = "DevmapHash"
 			}
 			t.Run(name, func(t *testing.T) {
-				eachDriver(t, true, func(t *testing.T, r *rig, d driver) {
+				eachDriver(t, func(t *testing.T, r *rig, d driver) {
 					testEgressAndMetadata(t, r, d, hash)
 				})
 			})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
@@ -61,8 +62,8 @@ func TestResize(t *testing.T) {
 		for _, dv := range drivers {
 			if dv.native {
 				t.Run(dv.name, func(t *testing.T) {
-					r := newRig(t, true)
-					testResize(t, r, dv.new(t, r))
+					r, d := rigFor(t, dv)
+					testResize(t, r, d)
 				})
 			}
 		}
@@ -79,6 +80,15 @@ func testResize(t *testing.T, r *rig, d driver) {
 		entries[uint32(i)] = entry{ifindex(r.dst[i]), rs.tag}
 		r.attachXDP(t, r.sink[i], r.objs.XdpSinkLog)
 	}
+	// The sinks get their own program back, so that the rig may serve the
+	// next test (pool_test.go).
+	t.Cleanup(func() {
+		for _, s := range r.sink {
+			if err := r.attachXDPFlags(s, r.objs.XdpSink, nl.XDP_FLAGS_DRV_MODE); err != nil {
+				t.Logf("give %s its xdp_sink back: %v", s.Attrs().Name, err)
+			}
+		}
+	})
 	tr := load{frames: frames, keys: []uint32{0, 1, 2}}
 	r.route(t, tr.keys...)
 	r.setConfig(t, func(c *bpfConfig) { c.Keep = 1 })

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
@@ -20,14 +19,16 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
-// rig is one test's topology, in the binary's namespace for rigs, and the
-// binary's programs (shared_test.go), their maps reset for it:
+// rig is one test's topology, in a namespace of its own, and the binary's
+// programs (shared_test.go), their maps reset for it:
 //
 //	in0p ──veth──► in0 [xdp_main, native] ──devmap──► a0, b0, c0
 //	                                                  a0, b0, c0 ──veth──► a0p, b0p, c0p [xdp_sink]
 //
 // in0p also has xdp_sink, so a broadcast copy sent back to in0 is counted.
-// A raw tracepoint program counts xdp:xdp_devmap_xmit for flushes from in0.
+// A raw tracepoint program counts xdp:xdp_devmap_xmit for flushes from in0
+// (attachFlushCounter).
+// A rig with a driver on it may serve several tests in turn (pool_test.go).
 type rig struct {
 	env  *netenv.Env
 	objs bpfObjects
@@ -38,32 +39,46 @@ type rig struct {
 	// traced: the xdp_devmap_xmit counter is attached. generic: xdp_main
 	// runs in generic (SKB) mode, where no bulk queue flushes.
 	traced, generic bool
+	// closers release what the rig holds besides its devices (a driver's
+	// sender), the last first, as the rig goes (close).
+	closers []func() error
+	// drv is the driver on the rig, and built its devices and their XDP
+	// programs once drv was on (pool_test.go).
+	drv   driver
+	built []linkXDP
 }
 
 // noProg is the program fd of a devmap entry without a program (struct
 // bpf_devmap_val.bpf_prog.fd; the kernel attaches one only for fd > 0).
 const noProg = -1
 
-// newRig builds the rig for tb; trace attaches the xdp_devmap_xmit counter.
+// newRig builds the rig for tb in the binary's namespace for rigs; trace
+// attaches the xdp_devmap_xmit counter. The rig goes as tb ends.
 func newRig(tb testing.TB, trace bool) *rig {
 	tb.Helper()
-	defer profile.Start(tb, profile.Setup).End()
 	env, err := rigNamespace()
 	if err != nil {
 		observe.Fault(tb, feature.Environment, "devmap: a namespace for the rigs: %v", err)
 	}
+	return buildRig(tb, env, trace, func(r *rig) { r.closeFor(tb) })
+}
+
+// buildRig builds a rig in env, which must be bare, and readies it for tb
+// (begin). release gets the rig as tb ends, even when tb ended while
+// building it: the rig is release's from then on.
+func buildRig(tb testing.TB, env *netenv.Env, trace bool, release func(*rig)) *rig {
+	tb.Helper()
+	defer profile.Start(tb, profile.Setup).End()
 	if err := env.Bare(); err != nil {
 		observe.Fault(tb, feature.Harness, "devmap: %v: the rig before this one should have deleted them", err)
 	}
 	r := &rig{env: env}
+	tb.Cleanup(func() { release(r) })
 	r.in, r.sender = r.env.Veth(tb, "in0", "in0p", 0)
 	for i, name := range []string{"a0", "b0", "c0"} {
 		r.dst[i], r.sink[i] = r.env.Veth(tb, name, name+"p", 0)
 	}
-	// The devices go before the test ends, and with them every run of the
-	// shared programs, so that the next rig's reset is the last write to
-	// the maps, and the namespace is bare again for the next rig.
-	tb.Cleanup(func() { r.deleteLinks(tb) })
+	var err error
 	if r.objs, err = loadShared(); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -71,36 +86,48 @@ func newRig(tb testing.TB, trace bool) *rig {
 		}
 		tb.Fatalf("load bpf/devmap.c: %v (needs root and a kernel with BPF, XDP and BTF)", err)
 	}
-	if err := resetMaps(&r.objs.bpfMaps); err != nil {
-		observe.Fault(tb, feature.Harness, "bpf/devmap.c's maps for a new rig: %v", err)
-	}
-
 	for _, l := range r.sinks() {
 		r.attachXDP(tb, l, r.objs.XdpSink)
 	}
-	r.setConfig(tb, func(c *bpfConfig) { c.Ingress = ifindex(r.in) })
 	if trace {
-		for _, l := range append(r.dst[:], r.in) {
-			r.watch(tb, l)
+		if err := attachFlushCounter(&r.objs); err != nil {
+			observe.Fault(tb, feature.Environment, "%v", err)
 		}
-		tp, err := link.AttachRawTracepoint(link.RawTracepointOptions{
-			Name:    "xdp_devmap_xmit",
-			Program: r.objs.TraceDevmapXmit,
-		})
-		if err != nil {
-			observe.Fault(tb, feature.Environment, "attach raw tracepoint xdp_devmap_xmit: %v (needs CONFIG_BPF_EVENTS)", err)
-		}
-		tb.Cleanup(func() { tp.Close() })
-		instrument.WatchMisses(tb, "the xdp_devmap_xmit counter", r.objs.TraceDevmapXmit)
 		r.traced = true
 	}
+	r.begin(tb)
 	return r
 }
 
-// deleteLinks deletes in0 and the destinations (their peers with them) as
-// one batch: RTM_DELLINK returns once the devices are unregistered.
-func (r *rig) deleteLinks(tb testing.TB) {
+// begin readies the rig for tb: the maps as a fresh load leaves them, then
+// the main program's ingress device and the devices whose flushes the
+// xdp_devmap_xmit counter counts; and the counter's misses watched for tb.
+func (r *rig) begin(tb testing.TB) {
 	tb.Helper()
+	if err := resetMaps(&r.objs.bpfMaps); err != nil {
+		observe.Fault(tb, feature.Harness, "bpf/devmap.c's maps for a new rig: %v", err)
+	}
+	r.setConfig(tb, func(c *bpfConfig) { c.Ingress = ifindex(r.in) })
+	if r.traced {
+		for _, l := range append(r.dst[:], r.in) {
+			r.watch(tb, l)
+		}
+		instrument.WatchMisses(tb, "the xdp_devmap_xmit counter", r.objs.TraceDevmapXmit)
+	}
+}
+
+// onClose has the rig call f as it goes.
+func (r *rig) onClose(f func() error) { r.closers = append(r.closers, f) }
+
+// close releases what the rig holds, then deletes in0 and the destinations
+// (their peers with them) as one batch: RTM_DELLINK returns once the
+// devices are unregistered, and with them every attachment of the shared
+// programs, so the namespace is bare again for the next rig.
+func (r *rig) close() error {
+	var errs []error
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		errs = append(errs, r.closers[i]())
+	}
 	var links []netlink.Link
 	for _, l := range append([]netlink.Link{r.in}, r.dst[:]...) {
 		if l != nil {
@@ -108,8 +135,17 @@ func (r *rig) deleteLinks(tb testing.TB) {
 		}
 	}
 	if err := r.env.DeleteLinks(links...); err != nil {
-		// The harness's own teardown, not a kernel behaviour under test.
-		observe.Fault(tb, feature.Harness, "%v", err)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// closeFor closes the rig as tb ends; a failure is the harness's own
+// teardown, not a kernel behaviour under test.
+func (r *rig) closeFor(tb testing.TB) {
+	tb.Helper()
+	if err := r.close(); err != nil {
+		observe.Fault(tb, feature.Harness, "devmap: the rig's teardown: %v", err)
 	}
 }
 

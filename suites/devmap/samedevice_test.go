@@ -44,7 +44,7 @@ func TestSameDevice(t *testing.T) {
 		{"PlainRedirectThenEntry", []uint32{plainKey, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eachDriver(t, true, func(t *testing.T, r *rig, d driver) {
+			eachDriver(t, func(t *testing.T, r *rig, d driver) {
 				testSameDevice(t, r, d, tc.keys)
 			})
 		})

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
@@ -38,8 +39,35 @@ func loadShared() (bpfObjects, error) {
 	return shared.objs, shared.err
 }
 
+// flushCounter is the binary's one attachment of the xdp_devmap_xmit
+// counter to its raw tracepoint, made for the first traced rig: every rig
+// shares it, since a second attachment of the program would log each flush
+// twice. It counts flushes from the devices the watch map names, and the
+// rigs that wait for their next test (pool_test.go) flush nothing.
+var flushCounter struct {
+	once sync.Once
+	err  error
+}
+
+// attachFlushCounter attaches the xdp_devmap_xmit counter at the first
+// call, until the binary's tests have ended.
+func attachFlushCounter(objs *bpfObjects) error {
+	flushCounter.once.Do(func() {
+		tp, err := link.AttachRawTracepoint(link.RawTracepointOptions{
+			Name:    "xdp_devmap_xmit",
+			Program: objs.TraceDevmapXmit,
+		})
+		if err != nil {
+			flushCounter.err = fmt.Errorf("attach raw tracepoint xdp_devmap_xmit: %w (needs CONFIG_BPF_EVENTS)", err)
+			return
+		}
+		testmain.AtEnd(tp.Close)
+	})
+	return flushCounter.err
+}
+
 // rigNS is the namespace every rig of the binary is built in
-// (netenv.Shared): a rig deletes its devices as it ends (deleteLinks), which
+// (netenv.Shared): a rig deletes its devices as it ends (rig.close), which
 // leaves the namespace as the rig found it, and newRig checks that it does.
 var rigNS struct {
 	once sync.Once
@@ -59,9 +87,9 @@ func rigNamespace() (*netenv.Env, error) {
 }
 
 // resetMaps leaves every map of m as a fresh load does: each array entry
-// zero, no entry in a hash or a devmap. A rig's programs are detached by
-// then (their devices went with the last test's namespace), so nothing
-// writes meanwhile.
+// zero, no entry in a hash or a devmap. No program writes meanwhile: the
+// last test's rig has gone with its devices, or is kept idle
+// (pool_test.go).
 func resetMaps(m *bpfMaps) error {
 	v := reflect.ValueOf(m).Elem()
 	for i := range v.NumField() {

@@ -45,7 +45,7 @@ const tapRing = 40
 func TestRedirectToTap(t *testing.T) {
 	observe.Of(t, feature.Seed000Tun)
 	t.Run("RingFull", func(t *testing.T) {
-		eachDriver(t, true, testRingFull)
+		eachDriver(t, testRingFull)
 	})
 }
 
