@@ -32,11 +32,12 @@
 //   - model_test.go: the model of kernel/bpf/devmap.c: when D runs, the polls, explain and classify
 //   - notation_test.go: the notation of logged sequences (M0-16>0 D0-15@10/A F16@10): format and parse
 //   - ordering_test.go: TestOrdering, the seed's claim: programs run at the flush, one destination at a time
+//   - pool_test.go: each driver's rig, kept for the next test of that driver while it stays as built
 //   - program_test.go: TestDevmapProgram: the egress device, the ingress device and the metadata D sees
 //   - resize_test.go: TestResize: devmap programs that grow or shrink their frame at the flush
 //   - rig_test.go: the rig: namespace, devices, the programs' setup, and the logs of runs and flushes
 //   - samedevice_test.go: TestSameDevice: two ways to one device, each with its own program (a known issue)
 //   - sequence_test.go: TestModel: the model held to recorded and hand-made wrong sequences
-//   - shared_test.go: the binary's one load of bpf/devmap.c, its maps reset for each rig
+//   - shared_test.go: the binary's one load of bpf/devmap.c and flush counter, its maps reset for each test
 //   - tap_test.go: TestRedirectToTap: XDP frames into a full tap with IFF_BACKPRESSURE (seed 000)
 package devmap
