@@ -58,7 +58,9 @@ func rigFor(t *testing.T, dv driverSpec) (*rig, driver) {
 	}
 	release := func(r *rig) {
 		if err := r.keepable(t); err != nil {
-			if !t.Failed() {
+			// A skipped test's last words are its reason: only a test
+			// that passed says why its rig goes.
+			if !t.Failed() && !t.Skipped() {
 				t.Logf("the rig goes, not kept for the next test: %v", err)
 			}
 			r.closeFor(t)
