@@ -77,7 +77,7 @@ func rigFor(t *testing.T, dv driverSpec) (*rig, driver) {
 	r := buildRig(t, slot.env, true, release)
 	r.drv = dv.new(t, r)
 	if r.built, err = r.devices(); err != nil {
-		t.Fatalf("devmap: %v", err)
+		observe.Fault(t, feature.Harness, "devmap: %v", err)
 	}
 	return r, r.drv
 }
@@ -122,7 +122,8 @@ func (r *rig) devices() ([]linkXDP, error) {
 }
 
 // keptWindow is how long the rig's counters must stay still for it to be
-// kept: a frame still on its way moves them within microseconds.
+// kept: a frame still on its way moves them as soon as a softirq or the
+// NAPI thread runs, well inside it.
 const keptWindow = 20 * time.Millisecond
 
 // keepable returns why the rig cannot serve the next test as t leaves it,
@@ -142,6 +143,9 @@ func (r *rig) keepable(t *testing.T) error {
 	if !slices.Equal(now, r.built) {
 		return fmt.Errorf("its test changed its devices or their XDP programs: %v, built with %v", now, r.built)
 	}
+	// Read without failing t (the rig's received and state helpers would):
+	// keepable runs in t's cleanup, and a read that fails only means the
+	// rig goes.
 	moved := func() (quiet, error) {
 		q := quiet{}
 		if err := r.objs.State.Lookup(uint32(0), &q.state); err != nil {
