@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what xmitcheck needs on a Debian machine (run as root), by what
 # it is for; no argument means all:
-#   vm       boot kernels in qemu (qemu, kmod for depmod, xz)
+#   vm       boot kernels in qemu (qemu and its qboot firmware, kmod for
+#            depmod, xz)
 #   vng      the virtme-ng backend (from Debian trixie, through a private
 #            apt state: the system's sources are never touched)
 #   bpf      regenerate and check the BPF objects (clang, llvm, libbpf headers)
@@ -17,8 +18,8 @@ groups=("$@")
 pkgs=()
 for g in "${groups[@]}"; do
 	case "$g" in
-	vm) pkgs+=(qemu-system-x86 kmod xz-utils file) ;;
-	vng) pkgs+=(qemu-system-x86 kmod busybox-static udev file python3-argcomplete python3-requests python3-pkg-resources) ;;
+	vm) pkgs+=(qemu-system-x86 qemu-system-data kmod xz-utils file) ;;
+	vng) pkgs+=(qemu-system-x86 qemu-system-data kmod busybox-static udev file python3-argcomplete python3-requests python3-pkg-resources) ;;
 	bpf) pkgs+=(clang llvm libbpf-dev linux-libc-dev) ;;
 	browser) pkgs+=(chromium) ;;
 	kbuild) pkgs+=(gcc make flex bison bc libelf-dev libssl-dev dwarves ccache patch xz-utils) ;;

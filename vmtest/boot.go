@@ -134,6 +134,9 @@ func (v *vm) supervise(ctx context.Context, s streams, t Timeouts) error {
 			}
 			lastAct, lastCon = time.Now(), time.Now()
 			v.consoleLine(l)
+			if halted(l) {
+				v.stop(nil)
+			}
 			if v.scan.panicked && panicAt.IsZero() {
 				panicAt = time.Now()
 			}
@@ -227,6 +230,15 @@ func (v *vm) verdict(exitErr error) error {
 		return fmt.Errorf("%w: %w", ErrNoBoot, err)
 	}
 	return err
+}
+
+// halted tells whether a console line is the kernel's last word on a
+// halt: a power-off on a kernel that cannot power off (built without
+// ACPI) halts instead (kernel/reboot.c), and qemu never exits. Nothing
+// runs after it, so the host ends the VM; a halt before the guest's done
+// event is a VM that stopped mid-run.
+func halted(line string) bool {
+	return strings.Contains(line, "reboot: ") && strings.Contains(line, "System halted")
 }
 
 // stop kills qemu; reason, if not nil, becomes the run's error unless one

@@ -100,7 +100,7 @@ func (n *Native) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink)
 	cfg := qemuConfig{
 		Kernel: bootImage(k.Vmlinuz, n.opts.CacheDir), Initrd: initrd, CPUs: job.CPUs, MemoryMB: job.MemoryMB,
 		OutSock: filepath.Join(dir, "out.sock"), CtlSock: filepath.Join(dir, "ctl.sock"),
-		Append: n.opts.Append, SingleThread: job.SingleThreadTCG,
+		Append: n.opts.Append, SingleThread: job.SingleThreadTCG, BIOS: firmware(qemu, n.opts.Warn),
 	}
 	bootOne := func(accel string, job Job, probe bool) (*Outcome, error) {
 		cfg.Accel = accel

@@ -22,6 +22,8 @@ type qemuConfig struct {
 	OutSock, CtlSock string
 	// Append is added to the kernel command line.
 	Append string
+	// BIOS is the firmware image (qboot); empty is qemu's default.
+	BIOS string
 }
 
 // kernelCmdline is the base command line: the console on the first serial
@@ -59,6 +61,9 @@ func qemuArgs(c qemuConfig) []string {
 	args := []string{
 		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
 		"-m", fmt.Sprint(c.MemoryMB), "-smp", fmt.Sprint(c.CPUs),
+	}
+	if c.BIOS != "" {
+		args = append(args, "-bios", c.BIOS)
 	}
 	switch c.Accel {
 	case "kvm":

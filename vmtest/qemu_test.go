@@ -43,6 +43,12 @@ func TestQEMUArgs(t *testing.T) {
 	}
 }
 
+func TestQEMUArgsBIOS(t *testing.T) {
+	args := qemuArgs(qemuConfig{Accel: "tcg", BIOS: "/q/qboot.rom"})
+	assert.Check(t, is.Equal(args[indexOf(args, "-bios")+1], "/q/qboot.rom"))
+	assert.Check(t, is.Equal(indexOf(qemuArgs(qemuConfig{Accel: "tcg"}), "-bios"), -1))
+}
+
 func TestQEMUArgsAppend(t *testing.T) {
 	args := qemuArgs(qemuConfig{Accel: "tcg", Append: " nokaslr "})
 	appendArg := args[indexOf(args, "-append")+1]
@@ -62,13 +68,17 @@ func TestVngArgs(t *testing.T) {
 	job := Job{}.withDefaults()
 	k := fakeModules(t)
 	k.Vmlinuz = "/r/boot/vmlinuz-1.0"
-	args := vngArgs(k, "tcg", job, "/d/xmitcheck", "/d/it's.json")
+	args := vngArgs(k, "tcg", job, "/d/xmitcheck", "/d/it's.json", "")
 	line := strings.Join(args, " ")
 	assert.Check(t, strings.HasPrefix(line, "--run /r/boot/vmlinuz-1.0 --user root"), line)
 	assert.Check(t, is.Contains(args, "--disable-kvm"))
 	assert.Check(t, is.Contains(args, "--qemu-opts=-accel tcg,thread=multi"))
 	job.SingleThreadTCG = true
-	assert.Check(t, is.Contains(vngArgs(k, "tcg", job, "/x", "/s"), "--qemu-opts=-accel tcg,thread=single"))
+	assert.Check(t, is.Contains(vngArgs(k, "tcg", job, "/x", "/s", ""), "--qemu-opts=-accel tcg,thread=single"))
+	assert.Check(t, is.Contains(vngArgs(k, "tcg", job, "/x", "/s", "/q/qboot.rom"),
+		"--qemu-opts=-accel tcg,thread=single -bios /q/qboot.rom"))
+	assert.Check(t, is.Contains(vngArgs(k, "kvm", job, "/x", "/s", "/q/qboot.rom"), "--qemu-opts=-bios /q/qboot.rom"))
+	assert.Check(t, is.Contains(args, "--disable-microvm"))
 	assert.Check(t, is.Equal(args[len(args)-1], `XMITCHECK_GUEST_SPEC='/d/it'\''s.json' '/d/xmitcheck'`))
-	assert.Check(t, !strings.Contains(strings.Join(vngArgs(k, "kvm", job, "/x", "/s"), " "), "--disable-kvm"))
+	assert.Check(t, !strings.Contains(strings.Join(vngArgs(k, "kvm", job, "/x", "/s", ""), " "), "--disable-kvm"))
 }

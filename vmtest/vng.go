@@ -104,20 +104,35 @@ func (n *Vng) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*
 }
 
 // vngArgs is the vng argv (without argv[0]) that runs the guest runner on
-// the job in spec; the kernel's console goes to stderr (--verbose).
-func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec string) []string {
+// the job in spec, with bios as the firmware when not empty; the kernel's
+// console goes to stderr (--verbose). vng's microvm machine, which it
+// picks under KVM, finds its PCIe bus through ACPI only: --disable-microvm
+// keeps q35, where a kernel built without ACPI finds its devices too.
+func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec, bios string) []string {
 	args := []string{"--run", k.Vmlinuz, "--user", "root", "--verbose",
 		"--cpus", fmt.Sprint(job.CPUs), "--memory", fmt.Sprintf("%dM", job.MemoryMB),
-		"--append", guestTuning}
+		"--append", guestTuning, "--disable-microvm"}
+	var opts []string
 	if accel != "kvm" {
-		args = append(args, "--disable-kvm", "--qemu-opts=-accel tcg,thread="+tcgThread(job.SingleThreadTCG))
+		args = append(args, "--disable-kvm")
+		opts = append(opts, "-accel tcg,thread="+tcgThread(job.SingleThreadTCG))
+	}
+	if bios != "" {
+		opts = append(opts, "-bios "+bios)
+	}
+	if len(opts) > 0 {
+		args = append(args, "--qemu-opts="+strings.Join(opts, " "))
 	}
 	return append(args, "--exec", guest.EnvSpec+"="+shellQuote(spec)+" "+shellQuote(init))
 }
 
 func (n *Vng) boot(ctx context.Context, vng, accel string, k *kernels.Kernel, job Job, spec string, missing []string,
 	sink Sink, probe bool) (*Outcome, error) {
-	cmd := exec.Command(vng, vngArgs(k, accel, job, filepath.Join(filepath.Dir(spec), "xmitcheck"), spec)...)
+	var bios string
+	if qemu, err := exec.LookPath("qemu-system-x86_64"); err == nil {
+		bios = firmware(qemu, n.opts.Warn)
+	}
+	cmd := exec.Command(vng, vngArgs(k, accel, job, filepath.Join(filepath.Dir(spec), "xmitcheck"), spec, bios)...)
 	cmd.Dir = filepath.Dir(spec)
 	// Pipes of our own: exec's StdoutPipe would be closed by the Wait
 	// that runs beside the readers.

@@ -94,7 +94,8 @@ func loopbackUp() error {
 
 // powerOff syncs and powers the VM off. qemu runs with -no-reboot, so even
 // a failing power-off ends the VM: init returning panics the kernel, and
-// panic=-1 reboots it, which qemu turns into an exit.
+// panic=-1 reboots it, which qemu turns into an exit. A kernel without
+// ACPI halts instead, and the host ends the VM when the console says so.
 func powerOff() {
 	unix.Sync()
 	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
