@@ -85,7 +85,7 @@ func (b *Built) Image() string { return filepath.Join(b.Dir, "bzImage") }
 // that no build made the old way is taken for a new one; one per base.
 var recipes = map[string]string{
 	BaseDefconfig: "defconfig+kvm_guest.config+fragments, olddefconfig, bzImage, ccache gcc, v2",
-	BaseMinimal:   "allnoconfig with base.config+fragments as KCONFIG_ALLCONFIG, bzImage, ccache gcc, v3",
+	BaseMinimal:   "allnoconfig with base.config+fragments as KCONFIG_ALLCONFIG, bzImage, ccache gcc, v4",
 }
 
 // ErrBuild wraps every failure of the build itself (the compiler, a
