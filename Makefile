@@ -50,7 +50,7 @@ test-kernels: build
 # must fail, and say why. Seed 004 is not in 5.10 (its devmap programs run
 # at enqueue): the ordering test fails there with that reason. Seed 000 is
 # not in 6.12: its IFF_BACKPRESSURE probe fails the run. Seed 003 is not in
-# 5.10, and TestProgress passes there (delivery never stalls, seed or not):
+# 5.10, and TestNoStrandedPackets passes there (no stall, seed or not):
 # a run of it alone must not call 003 present.
 discriminate: build
 	@rc=0; ./xmitcheck run --kernel debian:5.10 --expect 004 -run '^TestOrdering$$' ./suites/devmap >discriminate.log 2>&1 || rc=$$?; \
@@ -61,10 +61,10 @@ discriminate: build
 	if [ $$rc -ne 1 ] || ! grep -q "000-tun.*absent (want present): IFF_BACKPRESSURE" discriminate.log; then \
 		cat discriminate.log; echo "discriminate: want exit 1 and 000-tun absent (IFF_BACKPRESSURE) on debian:6.12 --expect 000, got exit $$rc"; exit 1; fi; \
 	echo "discriminate: debian:6.12 --expect 000 fails: 000-tun absent (IFF_BACKPRESSURE probe), as it must"
-	@rc=0; ./xmitcheck run --kernel debian:5.10 --expect 003 -run '^TestProgress$$' ./suites/qdisc >discriminate.log 2>&1 || rc=$$?; \
+	@rc=0; ./xmitcheck run --kernel debian:5.10 --expect 003 -run '^TestNoStrandedPackets$$' ./suites/qdisc >discriminate.log 2>&1 || rc=$$?; \
 	if [ $$rc -ne 1 ] || ! grep -q "003 error (want present): .*none of them one that shows" discriminate.log; then \
-		cat discriminate.log; echo "discriminate: want exit 1 and 003 error (no test that shows it) on debian:5.10 --expect 003 -run TestProgress, got exit $$rc"; exit 1; fi; \
-	echo "discriminate: debian:5.10 --expect 003 -run TestProgress fails: 003 error, only tests that pass without the seed ran, as it must"
+		cat discriminate.log; echo "discriminate: want exit 1 and 003 error (no test that shows it) on debian:5.10 --expect 003 -run TestNoStrandedPackets, got exit $$rc"; exit 1; fi; \
+	echo "discriminate: debian:5.10 --expect 003 -run TestNoStrandedPackets fails: 003 error, only tests that pass without the seed ran, as it must"
 
 # Unit tests only: no root needed, no VM, no network, no privileged suite
 # (-short skips them even as root).

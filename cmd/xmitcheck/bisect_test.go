@@ -63,7 +63,7 @@ func TestBisectExit(t *testing.T) {
 		want   int
 	}{
 		{"good", "003", nil, [][]string{fastPath}, bisectGood},
-		{"passed without showing 003", "003", nil, [][]string{{qdiscPkg, "TestProgress", "pass", tag003}}, bisectSkip},
+		{"passed without showing 003", "003", nil, [][]string{{qdiscPkg, "TestNoStrandedPackets", "pass", tag003}}, bisectSkip},
 		{"broken", "003", nil, [][]string{
 			{qdiscPkg, "TestFastPath", "fail", tag003, "scheduled 12 times with defer_list non-empty"},
 		}, bisectBad},

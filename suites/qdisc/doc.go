@@ -7,9 +7,9 @@
 // TestFastPath observes the seed: the calls of __netif_schedule() that
 // found defer_list holding a frame returned early (present), all scheduled
 // the qdisc (absent), or a mix (BROKEN); TestDeferList finds the member in
-// BTF. TestNoStrandedPackets, TestProgress and TestReactivate hold every
-// kernel, seed or not, to what the seed must keep: no frame stranded,
-// delivery never standing still. TestBurstDropsCounted asks that frames
+// BTF. TestNoStrandedPackets and TestReactivate hold every kernel, seed or
+// not, to what the seed must keep: delivery never standing still, no frame
+// stranded. TestBurstDropsCounted asks that frames
 // dropped on defer_list's burst limit show in a counter
 // (docs/findings/qdisc-burst-drop.md). N senders contend for a locked root
 // qdisc (pfifo, fq_codel) on a device that stops and wakes its queue; every
@@ -27,9 +27,9 @@
 //   - gen.go: the go:generate line that compiles bpf/fastpath.c with bpf2go
 //   - load_test.go: the load: N sender threads, each with its own socket and stream
 //   - main_test.go: TestMain: leaked file descriptors or links fail the binary
-//   - nostall_test.go: TestNoStrandedPackets: once the senders stop, the qdisc empties and the ledger balances
+//   - nostall_test.go: TestNoStrandedPackets: delivery moves under load; once the senders stop, the qdisc empties
 //   - probe_test.go: TestDeferList and its probe: struct Qdisc has defer_list in the kernel's BTF
-//   - progress_test.go: TestProgress: delivery never stands still under load
+//   - progress_test.go: watchProgress: delivery never stands still under load
 //   - reactivate_test.go: TestReactivate: link down/up and qdisc replace under load
 //   - rig_test.go: the rigs (veth drained by XDP, tap with IFF_BACKPRESSURE and a reader), their counters and ledger
 //   - softirqs_test.go: NET_TX softirq runs, read from /proc/softirqs
