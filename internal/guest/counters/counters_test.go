@@ -81,6 +81,30 @@ func TestWaitSteady(t *testing.T) {
 	assert.Equal(t, v, 7)
 }
 
+func TestWaitMoving(t *testing.T) {
+	n := 0
+	draining := func() (int, error) { n++; return n, nil }
+	v, err := WaitMoving(context.Background(), time.Second, 50*time.Millisecond, draining,
+		func(v int) bool { return v >= 20 })
+	assert.NilError(t, err)
+	assert.Equal(t, v, 20)
+
+	start := time.Now()
+	stuck := func() (int, error) { return 7, nil }
+	_, err = WaitMoving(context.Background(), 10*time.Second, 50*time.Millisecond, stuck,
+		func(v int) bool { return v == 0 })
+	assert.ErrorContains(t, err, "nothing moved for")
+	assert.ErrorContains(t, err, "last observed: 7")
+	assert.Check(t, time.Since(start) < time.Second, "gave up after %v, not at the 50ms still bound",
+		time.Since(start))
+
+	n = 0
+	slow := func() (int, error) { n++; return n / 10, nil } // moves every 10 polls (20 ms)
+	_, err = WaitMoving(context.Background(), 100*time.Millisecond, time.Second, slow,
+		func(int) bool { return false })
+	assert.ErrorContains(t, err, "waited 100ms", "a value that moves waits out the timeout")
+}
+
 func TestBoundedAndHold(t *testing.T) {
 	Bounded(t, time.Second, "a quick step", func() error { return nil })
 	Hold(t, 20*time.Millisecond, "nothing moves", func() error { return nil })

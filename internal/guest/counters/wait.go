@@ -27,6 +27,13 @@ func WaitFor[T any](ctx context.Context, timeout time.Duration, get func() (T, e
 func WaitForEvery[T any](
 	ctx context.Context, timeout, interval time.Duration, get func() (T, error), ok func(T) bool,
 ) (T, error) {
+	return waitFor(ctx, timeout, interval, get, ok, nil)
+}
+
+// waitFor is WaitForEvery that also ends, with stuck's error, as soon as
+// stuck (when not nil) returns one for a value ok rejected.
+func waitFor[T any](ctx context.Context, timeout, interval time.Duration, get func() (T, error), ok func(T) bool,
+	stuck func(T) error) (T, error) {
 	defer profile.Running(profile.Waits).End()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -41,6 +48,11 @@ func WaitForEvery[T any](
 		if ok(v) {
 			margin.Note(timeout, time.Since(start), false)
 			return v, nil
+		}
+		if stuck != nil {
+			if err := stuck(v); err != nil {
+				return v, err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -64,4 +76,41 @@ func WaitSteady[T comparable](ctx context.Context, timeout, window time.Duration
 		}
 		return time.Since(since) >= window
 	})
+}
+
+// WaitMoving is WaitFor for a wait on something that moves until it is
+// done, such as a backlog draining: it also fails as soon as the value has
+// not changed for still, since a drain that stands still is stuck, not
+// slow, and waiting out timeout would only delay the failure. The longest
+// time the value stood still is noted against still in package margin,
+// apart from the wait itself, so that a soak shows how close a healthy
+// kernel came to it.
+func WaitMoving[T comparable](ctx context.Context, timeout, still time.Duration, get func() (T, error),
+	ok func(T) bool) (T, error) {
+	var last T
+	var since time.Time
+	longest := time.Duration(0)
+	seen := func(v T) {
+		now := time.Now()
+		if since.IsZero() || v != last {
+			if !since.IsZero() {
+				longest = max(longest, now.Sub(since))
+			}
+			last, since = v, now
+		}
+	}
+	v, err := waitFor(ctx, timeout, PollInterval, get, func(v T) bool {
+		seen(v)
+		return ok(v)
+	}, func(v T) error {
+		if d := time.Since(since); d >= still {
+			margin.NoteStill(still, d, true)
+			return fmt.Errorf("nothing moved for %v, last observed: %v", d.Round(time.Millisecond), v)
+		}
+		return nil
+	})
+	if err == nil {
+		margin.NoteStill(still, max(longest, time.Since(since)), false)
+	}
+	return v, err
 }

@@ -28,7 +28,18 @@ var (
 // Note records that a wait bounded by limit took took (timedOut: it did
 // not end within limit), for the first caller outside internal/.
 func Note(limit, took time.Duration, timedOut bool) {
-	site := callSite()
+	note(callSite(), limit, took, timedOut)
+}
+
+// NoteStill records, for the caller's wait (counters.WaitMoving), the
+// longest time it saw the value stand still against the bound still
+// (timedOut: it stood still that long, and the wait failed); the site is
+// the wait's, named with " still" after it.
+func NoteStill(still, took time.Duration, timedOut bool) {
+	note(callSite()+" still", still, took, timedOut)
+}
+
+func note(site string, limit, took time.Duration, timedOut bool) {
 	mu.Lock()
 	defer mu.Unlock()
 	s := sites[site]
