@@ -82,7 +82,7 @@ func TestReactivate(t *testing.T) {
 				}
 				_, err := l.stop()
 				assert.NilError(t, err)
-				q, err := counters.WaitFor(ctx, settleTimeout, func() (counters.Qdisc, error) {
+				q, err := counters.WaitMoving(ctx, settleTimeout, drainStill, func() (counters.Qdisc, error) {
 					return counters.ReadRootQdisc(r.e, r.dev.Attrs().Name)
 				}, func(q counters.Qdisc) bool { return q.Qlen == 0 })
 				assert.NilError(t, err, "backlog stranded in the reactivated qdisc")

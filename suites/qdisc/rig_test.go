@@ -32,6 +32,11 @@ const (
 	// settleTimeout bounds the wait for the backlog to drain once the
 	// senders stopped (TCG guests are slow).
 	settleTimeout = 15 * time.Second
+	// drainStill is how long a draining backlog may stand still, nothing
+	// delivered, dropped or dequeued, before the drain counts as stuck
+	// (counters.WaitMoving): a stranded backlog fails at once instead of
+	// at settleTimeout.
+	drainStill = 3 * time.Second
 	// consumerSpin is the busy loop per frame of the veth consumer, which
 	// makes it slower than the senders so that its ring fills.
 	consumerSpin = 20000
@@ -298,9 +303,10 @@ func (r *rig) account(handed uint64, lo, hi uint32, base state) (ledger, error) 
 }
 
 // settle waits until the qdisc is empty and every frame is accounted for,
-// and returns the last state; the error carries it on timeout.
+// and returns the last state; the error carries it on timeout, or once
+// nothing moved for drainStill.
 func (r *rig) settle(ctx context.Context, handed uint64, lo, hi uint32, base state) (ledger, error) {
-	return counters.WaitFor(ctx, settleTimeout, func() (ledger, error) {
+	return counters.WaitMoving(ctx, settleTimeout, drainStill, func() (ledger, error) {
 		return r.account(handed, lo, hi, base)
 	}, func(s ledger) bool { return s.a.QdiscBacklog == 0 && s.a.Balanced() })
 }
