@@ -5,7 +5,8 @@
 # went (xmitcheck bench profile over the one VM's events), with the date,
 # the machine and its load. With BENCH_TREE=DIR it also times a first
 # `xmitcheck kernels build --tree DIR`, in an empty cache, a one-file
-# rebuild, and a bisect step: that rebuild, then ./suites/qdisc on it.
+# rebuild, and a bisect step: that rebuild, then ./suites/qdisc on it;
+# then a bad one: a one-file rebuild that breaks seed 003, and the same.
 # With BENCH_MATRIX=1 it times the default matrix (every catalog kernel
 # and the host, fetched first, untimed).
 #   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
@@ -79,30 +80,43 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 		echo
 		echo "\`$x kernels build --tree $BENCH_TREE\` in an empty cache (default base; load at the start $(load)),"
 		echo "then the same tree with \`--apply scripts/patches/tun-no-second-look.patch\`, one file changed,"
-		echo "then a bisect step's test: \`$x run --kernel build:bench-one-file ./suites/qdisc\` on that build"
-		echo "(wall-clock seconds, each step; make's own time in brackets):"
+		echo "then a bisect step's test: \`$x run --kernel build:bench-one-file ./suites/qdisc\` on that build,"
+		echo "and a bad bisect step: the one-file build of \`--apply scripts/patches/qdisc-inverted-fast-path.patch\`"
+		echo "(seed 003 broken) and the same test on it (wall-clock seconds, each step; make's own time in brackets):"
 		echo
 		# Go's build cache stays the machine's: the step times the
 		# kernel, not a first compile of the suites.
 		export GOCACHE="$(go env GOCACHE)"
-		rebuild=0
-		for step in first one-file; do
-			apply=()
-			[ "$step" = first ] || apply=(--apply scripts/patches/tun-no-second-look.patch)
+		# build STEP [PATCH]: builds BENCH_TREE (with PATCH applied) as
+		# build:bench-STEP, prints its times and sets took.
+		build() {
+			local apply=()
+			[ -z "${2:-}" ] || apply=(--apply "$2")
 			start=$(date +%s)
-			XDG_CACHE_HOME="$cache" "$x" kernels build --tree "$BENCH_TREE" "${apply[@]}" --name "bench-$step" \
+			XDG_CACHE_HOME="$cache" "$x" kernels build --tree "$BENCH_TREE" "${apply[@]}" --name "bench-$1" \
 				>"$tmp/build.out" 2>&1
 			took=$(( $(date +%s) - start ))
-			rebuild=$took # the last, the one-file rebuild
-			echo "    $step build: $took s ($(sed -n 's/.*built in \([0-9hms.]*\).*/\1/p' "$tmp/build.out")," \
+			echo "    $1 build: $took s ($(sed -n 's/.*built in \([0-9hms.]*\).*/\1/p' "$tmp/build.out")," \
 				"load at the end $(load))"
-		done
-		start=$(date +%s)
-		rc=0
-		XDG_CACHE_HOME="$cache" "$x" run --kernel build:bench-one-file ./suites/qdisc >"$tmp/qdisc.out" 2>&1 || rc=$?
-		took=$(( $(date +%s) - start ))
-		echo "    ./suites/qdisc: $took s (exit $rc)"
+		}
+		# qdisc NAME: runs ./suites/qdisc on build:bench-NAME, prints its
+		# time and exit code and sets took.
+		qdisc() {
+			start=$(date +%s)
+			rc=0
+			XDG_CACHE_HOME="$cache" "$x" run --kernel "build:bench-$1" ./suites/qdisc >"$tmp/qdisc.out" 2>&1 || rc=$?
+			took=$(( $(date +%s) - start ))
+			echo "    ./suites/qdisc on build:bench-$1: $took s (exit $rc)"
+		}
+		build first
+		build one-file scripts/patches/tun-no-second-look.patch
+		rebuild=$took
+		qdisc one-file
 		echo "    bisect step (one-file build + ./suites/qdisc): $(( rebuild + took )) s"
+		build bad scripts/patches/qdisc-inverted-fast-path.patch
+		rebuild=$took
+		qdisc bad
+		echo "    bad bisect step (one-file build + ./suites/qdisc, seed 003 broken): $(( rebuild + took )) s"
 	fi
 	if [ -n "${BENCH_MATRIX:-}" ]; then
 		"$x" kernels fetch $("$x" matrix -h 2>&1 | sed -n 's/.*(default: \(debian:[^)]*\) host).*/\1/p') \
