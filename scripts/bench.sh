@@ -85,8 +85,12 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 		echo "(seed 003 broken) and the same test on it (wall-clock seconds, each step; make's own time in brackets):"
 		echo
 		# Go's build cache stays the machine's: the step times the
-		# kernel, not a first compile of the suites.
+		# kernel, not a first compile of the suites. So does the KVM
+		# probe's verdict for this boot (vmtest/accel.go), which a
+		# bisection's cache holds after its first step.
 		export GOCACHE="$(go env GOCACHE)"
+		mkdir -p "$cache/xmitcheck/vmtest"
+		cp "${XDG_CACHE_HOME:-$HOME/.cache}"/xmitcheck/vmtest/kvm-verdict-* "$cache/xmitcheck/vmtest/" 2>/dev/null || true
 		# build STEP [PATCH]: builds BENCH_TREE (with PATCH applied) as
 		# build:bench-STEP, prints its times and sets took.
 		build() {
