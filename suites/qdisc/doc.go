@@ -9,12 +9,11 @@
 // the qdisc (absent), or a mix (BROKEN); TestDeferList finds the member in
 // BTF. TestNoStrandedPackets and TestReactivate hold every kernel, seed or
 // not, to what the seed must keep: delivery never standing still, no frame
-// stranded. TestBurstDropsCounted asks that frames
-// dropped on defer_list's burst limit show in a counter
-// (docs/findings/qdisc-burst-drop.md). N senders contend for a locked root
-// qdisc (pfifo, fq_codel) on a device that stops and wakes its queue; every
-// ledger is exact, and a kernel splat fails the test. What each kernel must
-// show is in kernels/expectations.
+// stranded. TestBurstDropsCounted asks that frames dropped on defer_list's
+// burst limit show in a counter (docs/findings/qdisc-burst-drop.md). N
+// senders contend for a locked root qdisc (pfifo, fq_codel) on a device
+// that stops and wakes its queue; every ledger is exact, and a kernel splat
+// fails the test. What each kernel must show is in kernels/expectations.
 //
 // # Files
 //
