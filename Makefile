@@ -102,7 +102,7 @@ report: build
 		--kcidb $(REPORT_OUT)/kcidb.json $(MATRIX_OUT)
 
 # Proof that bisection finds a bad commit (not in CI: it builds a kernel,
-# 25-60 min the first time): see scripts/bisect-demo.sh.
+# 9-14 min the first time): see scripts/bisect-demo.sh.
 bisect-demo: build
 	./scripts/bisect-demo.sh
 

@@ -12,7 +12,7 @@
 #   scripts/bisect-demo.sh [WORKDIR]     (default: $XDG_CACHE_HOME/xmitcheck/bisect-demo)
 #
 # Needs root, qemu and the build tools (make deps). The first build of the
-# tree takes about 16 min on 2 idle cores (the minimal config base, as
+# tree takes 9 to 14 min on 2 idle cores (the minimal config base, as
 # docs/speed.md measures it); every later step rebuilds only what its
 # commit changed (make and ccache), plus a boot and the qdisc suite.
 set -euo pipefail
