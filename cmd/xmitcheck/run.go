@@ -39,6 +39,9 @@ type suiteRun struct {
 	bench, benchtime, shuffle string
 	list                      string
 	failfast, short           bool
+	// round is the round of a soak (run -count N) that exec runs, from
+	// 1: its runs carry it, and the reports wait for every round.
+	round int
 }
 
 func (s *suiteRun) register(fs *flag.FlagSet) {
@@ -167,6 +170,7 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 		if err != nil {
 			return nil, err
 		}
+		r.Round = s.round
 		runs = append(runs, r)
 		if s.json {
 			if err := results.WriteJSON(os.Stdout, []*results.Run{r}); err != nil {
@@ -182,7 +186,14 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 	}
 	results.WriteSummary(human, runs)
 	results.WriteVerdicts(human, runs)
-	return runs, writeReports(runs, reports{ktap: s.ktap, junit: s.junit, events: s.events})
+	if s.round > 0 {
+		return runs, nil
+	}
+	return runs, s.writeReports(runs)
+}
+
+func (s *suiteRun) writeReports(runs []*results.Run) error {
+	return writeReports(runs, reports{ktap: s.ktap, junit: s.junit, events: s.events})
 }
 
 func cmdRun(args []string) (int, error) {
@@ -210,25 +221,40 @@ func cmdRun(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var rounds [][]*results.Run
-	for i := range *count {
-		if *count > 1 {
-			fmt.Printf("== round %d of %d\n", i+1, *count)
-		}
+	if *count == 1 {
 		runs, err := s.exec(ctx, ks)
 		if err != nil {
 			return 0, err
 		}
-		rounds = append(rounds, runs)
 		if ctx.Err() != nil {
 			return exitInfra, ctx.Err()
 		}
+		return runExit(runs), nil
+	}
+	// A soak's reports hold every round, each named apart, written once
+	// with the rounds that finished.
+	var rounds [][]*results.Run
+	report := func() error { return s.writeReports(slices.Concat(rounds...)) }
+	for i := range *count {
+		fmt.Printf("== round %d of %d\n", i+1, *count)
+		s.round = i + 1
+		runs, err := s.exec(ctx, ks)
+		if err != nil {
+			return 0, errors.Join(err, report())
+		}
+		rounds = append(rounds, runs)
+		if ctx.Err() != nil {
+			return exitInfra, errors.Join(ctx.Err(), report())
+		}
+	}
+	if err := report(); err != nil {
+		return 0, err
 	}
 	code := exitOK
 	for _, runs := range rounds {
 		code = max(code, runExit(runs))
 	}
-	if *count > 1 && !results.WriteSoak(os.Stdout, rounds) {
+	if !results.WriteSoak(os.Stdout, rounds) {
 		code = max(code, exitFail)
 	}
 	return code, nil

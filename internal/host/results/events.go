@@ -8,13 +8,14 @@ import (
 )
 
 // WriteEvents writes every event the runs took, as the guests sent them
-// (before any judging), one JSON object per line, each with its kernel:
-// what ReadEvents reads back to judge a run again.
+// (before any judging), one JSON object per line, each with its kernel
+// and, in a soak, its round: what ReadEvents reads back to judge a run
+// again.
 func WriteEvents(w io.Writer, runs []*Run) error {
 	enc := json.NewEncoder(w)
 	for _, r := range runs {
 		for _, e := range r.events {
-			e.Kernel = r.Kernel
+			e.Kernel, e.Round = r.Kernel, r.Round
 			if err := enc.Encode(e); err != nil {
 				return err
 			}
@@ -23,12 +24,16 @@ func WriteEvents(w io.Writer, runs []*Run) error {
 	return nil
 }
 
-// ReadEvents reads what WriteEvents wrote: one unjudged Run per kernel, in
-// the order they first appear. A package that starts again is a try after
+// ReadEvents reads what WriteEvents wrote: one unjudged Run per kernel and
+// round, in the order they first appear. A package that starts again is a try after
 // one the emulator ended, as the run took it (Run.Resume).
 func ReadEvents(rd io.Reader) ([]*Run, error) {
 	var runs []*Run
-	by := map[string]*Run{}
+	type id struct {
+		kernel string
+		round  int
+	}
+	by := map[id]*Run{}
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -36,10 +41,11 @@ func ReadEvents(rd io.Reader) ([]*Run, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		r := by[e.Kernel]
+		r := by[id{e.Kernel, e.Round}]
 		if r == nil {
 			r = NewRun(e.Kernel)
-			by[e.Kernel] = r
+			r.Round = e.Round
+			by[id{e.Kernel, e.Round}] = r
 			runs = append(runs, r)
 		}
 		if e.Action == "start" && e.Test == "" && r.byName[key(e.Package, "")] != nil {

@@ -79,10 +79,24 @@ func (j *jsonRun) name(pkg string) string {
 	return label(j.run) + "/" + pkg
 }
 
-// label is the kernel's name in package names: what --kernel said.
+// label is the kernel's name in package names: what --kernel said, and
+// in a soak its round ("debian:7.3/round=2"), so that the rounds' tests
+// keep apart in one report.
 func label(r *Run) string {
-	if r.Name != "" {
-		return r.Name
+	name := r.Name
+	if name == "" {
+		name = r.Kernel
+	}
+	if r.Round > 0 {
+		name += fmt.Sprintf("/round=%d", r.Round)
+	}
+	return name
+}
+
+// title is the kernel's label in KTAP, with its round in a soak.
+func (r *Run) title() string {
+	if r.Round > 0 {
+		return fmt.Sprintf("%s round=%d", r.Kernel, r.Round)
 	}
 	return r.Kernel
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -85,6 +86,9 @@ func WriteJUnit(w io.Writer, runs []*Run) error {
 	for _, r := range runs {
 		props := []junitProperty{
 			{"kernel", r.Kernel}, {"accel", r.Accel}, {"expectation", r.ExpectSource}, {"runner", machine},
+		}
+		if r.Round > 0 {
+			props = append(props, junitProperty{"round", strconv.Itoa(r.Round)})
 		}
 		host := junitHost(r, machine)
 		for _, p := range r.tree() {

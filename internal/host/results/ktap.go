@@ -22,7 +22,7 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 		if verdicts {
 			n++
 		}
-		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", ind, ind, ktapName(r.Kernel), ind, n)
+		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", ind, ind, ktapName(r.title()), ind, n)
 		diag(bw, ind, r.Notes)
 		for j, p := range pkgs {
 			writeNode(bw, ind, j+1, p)
@@ -37,7 +37,7 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 		if r.Err != nil {
 			diag(bw, "", []string{"error: " + r.Err.Error()})
 		}
-		result(bw, "", i+1, r.Kernel, st, "")
+		result(bw, "", i+1, r.title(), st, "")
 	}
 	return bw.Flush()
 }

@@ -30,6 +30,7 @@ type Event struct {
 	Elapsed float64 `json:",omitempty"`
 	Output  string  `json:",omitempty"`
 	Kernel  string  `json:",omitempty"`
+	Round   int     `json:",omitempty"`
 }
 
 // Status is how a test ended; seeds get verdicts (State).
@@ -129,8 +130,11 @@ type Run struct {
 	Notes []string
 	// Name is what --kernel said ("debian:7.3"), the prefix of the
 	// packages in JSON; Ended is when Finish was called.
-	Name    string
-	Ended   time.Time
+	Name  string
+	Ended time.Time
+	// Round is the run's round in a soak (run -count N), from 1; 0 when
+	// the kernel runs once. Reports name a round's tests apart (label).
+	Round   int
 	byName  map[string]*Test
 	running []*Test
 	// events are every event Add took, as the guests sent them.

@@ -62,3 +62,47 @@ func TestMergeMargins(t *testing.T) {
 		{Site: "q/b.go:2", Limit: time.Second, N: 1},
 	}))
 }
+
+// TestSoakReports: the rounds of a soak share one report file, each under
+// its own name, so that a test that failed in one round of ten is there by
+// name and round; the events read back as one run per round.
+func TestSoakReports(t *testing.T) {
+	var runs []*Run
+	for i, race := range []string{"pass", "fail"} {
+		r := judged(t, "003", nil,
+			[]string{"TestA", "pass", tag(feature.Seed003), shows(feature.Seed003)},
+			[]string{"TestRace", race, tag(feature.Seed003), "race_test.go:9: lost 3 frames"},
+		)
+		r.Round = i + 1
+		runs = append(runs, r)
+	}
+
+	var b bytes.Buffer
+	assert.NilError(t, WriteKTAP(&b, runs))
+	checkKTAP(t, b.String())
+	assert.Check(t, is.Contains(b.String(), "ok 1 k round=1\n"))
+	assert.Check(t, is.Contains(b.String(), "not ok 2 k round=2\n"))
+
+	b.Reset()
+	assert.NilError(t, WriteJUnit(&b, runs))
+	assert.Check(t, is.Contains(b.String(), `classname="k/round=1/suites/tun" name="TestRace"`))
+	assert.Check(t, is.Contains(b.String(), `classname="k/round=2/suites/tun" name="TestRace"`))
+	assert.Check(t, is.Contains(b.String(), `<property name="round" value="2">`))
+
+	pkgs := map[string]bool{}
+	for _, e := range jsonLines(t, runs) {
+		pkgs[e["Package"].(string)] = true
+	}
+	assert.Check(t, pkgs["k/round=1/suites/tun"] && pkgs["k/round=2/suites/tun"], "%v", pkgs)
+
+	b.Reset()
+	assert.NilError(t, WriteEvents(&b, runs))
+	back, err := ReadEvents(&b)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(back, 2))
+	for i, r := range back {
+		r.Finish(nil)
+		assert.Check(t, is.Equal(r.Round, i+1))
+		assert.Check(t, is.Equal(r.Failed(), i == 1), "round %d", r.Round)
+	}
+}
