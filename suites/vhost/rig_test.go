@@ -62,7 +62,7 @@ func newRigIn(tb testing.TB, e *netenv.Env, s setup) *rig {
 		observe.Probe(tb, feature.IFFBackpressure, tuntap.ProbeBackpressure())
 	}
 	queues := max(s.queues, 1)
-	r.openGuests(queues, s.virtio, s.spreadWorkers)
+	r.openGuests(queues, s.virtio, s.workers)
 	r.openTaps(queues, s.backpressure)
 	r.configure(s.qdisc)
 	if !s.lateBackend {
@@ -87,19 +87,16 @@ func testContext(tb testing.TB) context.Context {
 	return ctx
 }
 
-// openGuests opens one guest per queue with the features of cfg.
-func (r *rig) openGuests(queues int, cfg guest.Config, spread bool) {
+// openGuests opens one guest per queue with the features of cfg, each from
+// a thread on the CPU where workers puts its vhost worker.
+func (r *rig) openGuests(queues int, cfg guest.Config, workers placement) {
 	r.tb.Helper()
 	cfg.QueueSize = guestQueue
 	all, err := cpus.Allowed()
 	assert.NilError(r.tb, err)
 	for i := range queues {
 		var g *guest.Net
-		cpu := -1
-		if spread {
-			cpu = all[i%len(all)]
-		}
-		err := cpus.On(cpu, func() (err error) {
+		err := cpus.On(workers.cpu(all, i), func() (err error) {
 			g, err = guest.Open(cfg)
 			return err
 		})

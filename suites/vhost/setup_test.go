@@ -73,9 +73,33 @@ type setup struct {
 	// guestQueue).
 	virtio      guest.Config
 	lateBackend bool // leave the guests detached: the test calls attach
-	// spreadWorkers puts guest i's vhost worker on allowed CPU i (mod their
+	// workers says where the guests' vhost workers run.
+	workers placement
+}
+
+// placement is where a rig's vhost workers run: a worker starts with the
+// CPUs of the thread that called VHOST_SET_OWNER (guest.Open).
+type placement int
+
+const (
+	workersAnywhere placement = iota // where the scheduler puts them
+	// workersSpread puts guest i's worker on allowed CPU i (mod their
 	// number), so that no two workers share a CPU where there are enough.
-	spreadWorkers bool
+	workersSpread
+	// workersLast puts every worker on the last allowed CPU, away from a
+	// sender pinned to the first.
+	workersLast
+)
+
+// cpu is the CPU guest i's worker starts on, -1 for any.
+func (p placement) cpu(all []int, i int) int {
+	switch p {
+	case workersSpread:
+		return all[i%len(all)]
+	case workersLast:
+		return all[len(all)-1]
+	}
+	return -1
 }
 
 func (s setup) String() string {

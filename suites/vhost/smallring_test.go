@@ -24,8 +24,11 @@ import (
 )
 
 const (
-	// smallRingFor is how long the sender races vhost on each ring.
-	smallRingFor = 3 * time.Second
+	// smallRingFor is how long the sender races vhost on each subtest.
+	smallRingFor = 1500 * time.Millisecond
+	// smallRingPause is how long the guest sleeps after a poll that got
+	// nothing: it shares the sender's CPU, and leaves it to the sender.
+	smallRingPause = 100 * time.Microsecond
 	// suspectEvery is the window in which vhost must deliver a frame while
 	// the guest holds posted buffers and the qdisc holds frames; a window
 	// without one is looked at for stallBound more.
@@ -71,10 +74,11 @@ var smallRingPolls = []uint32{0, busyPoll}
 // runs, not woken by the sk_data_ready() that comes after the stop: it is,
 // while its handle_rx() loop finds entries and buffers, and RX busy polling
 // (busyPoll) keeps the worker polling the empty ring as well; each ring is
-// raced with and without. The guest reposts every buffer in a tight loop
-// on a CPU of its own, so that vhost never waits for one; one AF_PACKET
-// sender runs on another CPU; the vhost worker runs where the scheduler
-// puts it. A stall is nothing delivered (tun counts tx_packets in the
+// raced with and without. The vhost worker has the last CPU to itself
+// (workersLast), opposite the one AF_PACKET sender on the first; the guest
+// shares the sender's CPU and reposts every free buffer, sleeping
+// smallRingPause after a poll that got nothing, so that vhost never waits
+// for a buffer and never for its CPU. A stall is nothing delivered (tun counts tx_packets in the
 // recvmsg vhost calls) for suspectEvery+stallBound while the guest kept
 // buffers posted and got nothing, and the qdisc holds frames; the race
 // stops at the first. One that came too late for that shows as nothing
@@ -95,13 +99,13 @@ func TestRaceSmallRing(t *testing.T) {
 func raceSmallRing(t *testing.T, ring int, poll uint32) {
 	// A P for the sender, the guest and this goroutine, which watches.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4)))
-	r := newRig(t, setup{backpressure: true, qdisc: qdiscShort, ring: ring})
+	r := newRig(t, setup{backpressure: true, qdisc: qdiscShort, ring: ring, workers: workersLast})
 	assert.NilError(t, r.guests[0].SetBusyPoll(poll))
-	sendCPU, guestCPU, err := smallRingCPUs()
+	sendCPU, err := smallRingSender()
 	assert.NilError(t, err)
 	sr := &smallRacer{rig: r, burst: r.watchBurstDrops(), s: r.sender(0)}
 	tr := tunwake.Trace(t, int(r.e.NS), r.link.Attrs().Index)
-	sr.c = startConsumer(t, r, guestCPU)
+	sr.c = startGuest(t, r.guests[0], r.receiver(false), sendCPU, smallRingPause)
 
 	ctx, cancel := context.WithTimeout(t.Context(), smallRingFor)
 	defer cancel()
@@ -135,14 +139,14 @@ func raceSmallRing(t *testing.T, ring int, poll uint32) {
 	}
 }
 
-// smallRingCPUs puts the sender on the first CPU the process may use and
-// the guest on the last; with one CPU both go anywhere.
-func smallRingCPUs() (send, poll int, err error) {
+// smallRingSender is the sender's CPU: the first the process may use, away
+// from the vhost worker on the last; with one CPU, any.
+func smallRingSender() (int, error) {
 	all, err := cpus.Allowed()
 	if err != nil || len(all) < 2 {
-		return -1, -1, err
+		return -1, err
 	}
-	return all[0], all[len(all)-1], nil
+	return all[0], nil
 }
 
 // smallRacer is TestRaceSmallRing's rig with its sender and its guest.
@@ -273,10 +277,11 @@ func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, l
 	return l, last
 }
 
-// consumer is the guest: on a CPU of its own it reposts every free RX
-// buffer and collects what vhost used, in a loop that never sleeps, so
-// that vhost always has buffers; the receiver checks each frame and the
-// order of each stream. Ring and receiver are its own until close.
+// consumer is the guest: pinned to a CPU, it reposts every free RX buffer
+// and collects what vhost used, in a loop that sleeps only after a poll
+// that got nothing (for pause, if set), so that vhost always has buffers;
+// the receiver checks each frame and the order of each stream. Ring and
+// receiver are its own until close.
 type consumer struct {
 	g    *guest.Net
 	rv   *receiver
@@ -291,12 +296,8 @@ type consumer struct {
 	err   error
 }
 
-func startConsumer(t *testing.T, r *rig, cpu int) *consumer {
-	return startGuest(t, r.guests[0], r.receiver(false), cpu, 0)
-}
-
-// startGuest is startConsumer for guest g, whose frames rv checks, pausing
-// for pause after each poll that got nothing.
+// startGuest starts the consumer of guest g, whose frames rv checks, on
+// cpu, pausing for pause after each poll that got nothing.
 func startGuest(t *testing.T, g *guest.Net, rv *receiver, cpu int, pause time.Duration) *consumer {
 	c := &consumer{g: g, rv: rv, pause: pause, done: make(chan error, 1)}
 	t.Cleanup(func() { c.close() })
