@@ -22,7 +22,7 @@ import (
 
 const (
 	// detachRaceFor is how long TestDetachRace moves queues under traffic.
-	detachRaceFor = 3 * time.Second
+	detachRaceFor = time.Second
 	// detachRaceTries is how many races may run, each on a new rig, until
 	// one whose owner tracer missed nothing judges (its fentry programs,
 	// before the kprobes, were skipped on PREEMPT_RT in 1 of 2 CI

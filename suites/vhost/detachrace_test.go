@@ -23,7 +23,7 @@ import (
 
 const (
 	// detachRaceFor is how long TestDetachRace moves queues under traffic.
-	detachRaceFor = 3 * time.Second
+	detachRaceFor = time.Second
 	// detachRaceTries is how many races may run, each on a new rig, until
 	// one whose owner tracer missed nothing judges (its fentry programs,
 	// before the kprobes, were skipped on PREEMPT_RT in 1 of 8 rounds of
@@ -69,7 +69,7 @@ func TestDetachRace(t *testing.T) {
 // t ends). A try whose tracer missed events is void (it returns true)
 // unless it is the last; what it did to the frames is judged all the same.
 func detachRace(t *testing.T, lastTry bool) (void bool) {
-	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqPfifo, queues: 2, ring: detachRaceRing, spreadWorkers: true})
+	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqPfifo, queues: 2, ring: detachRaceRing, workers: workersSpread})
 	r.steerByStream()
 	freed := r.freed()
 	owners := tunwake.TraceOwners(t, int(r.e.NS), r.link.Attrs().Index)
