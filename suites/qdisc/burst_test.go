@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
@@ -16,6 +17,10 @@ import (
 // SKB_DROP_REASON_QDISC_BURST_DROP when more than this many wait on it.
 // It is global (net_hotdata), in the initial namespace's /proc/sys.
 const maxBurstSysctl = "/proc/sys/net/core/qdisc_max_burst"
+
+// burstLoadFor is how long each load of TestBurstDropsCounted runs: whether
+// one burst-drops a frame depends on two CPUs meeting in __dev_xmit_skb().
+const burstLoadFor = 2 * time.Second
 
 // TestBurstDropsCounted: a frame the kernel drops on its way into a qdisc
 // shows in a counter an administrator reads (tc -s qdisc's drops, ip -s
@@ -40,7 +45,7 @@ func TestBurstDropsCounted(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		base, err := r.state()
 		assert.NilError(t, err)
-		l := startLoad(t, r, loadOpts{senders: 2 * runtime.NumCPU(), stream: uint32(attempt-1) * 8, duration: loadDuration})
+		l := startLoad(t, r, loadOpts{senders: 2 * runtime.NumCPU(), stream: uint32(attempt-1) * 8, duration: burstLoadFor})
 		handed, err := l.wait()
 		assert.NilError(t, err)
 		// Settled: the burst drops in a counter (a kernel that counts
@@ -55,7 +60,7 @@ func TestBurstDropsCounted(t *testing.T) {
 			// at once: not enough concurrency, not a kernel fault. Without
 			// a burst drop no counter can be asked for one.
 			t.Skipf("not enough load to decide: no frame was burst-dropped in 3 loads of %v with qdisc_max_burst 1 (%v)",
-				loadDuration, s)
+				burstLoadFor, s)
 		}
 	}
 	a := s.a

@@ -13,9 +13,10 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 )
 
-// loadDuration is how long the senders of a test run: short, bounded, and
-// enough under TCG for thousands of stop/wake cycles of the device queue.
-const loadDuration = 2 * time.Second
+// loadDuration is how long TestNoStrandedPackets' senders run: short,
+// bounded, and enough under TCG for thousands of stop/wake cycles of the
+// device queue.
+const loadDuration = time.Second
 
 // senderCounts are the contention levels: one sender per vCPU, and two.
 func senderCounts() []int {
