@@ -21,7 +21,7 @@ import (
 
 const (
 	// raceFor is how long the senders race the reader.
-	raceFor = 2 * time.Second
+	raceFor = time.Second
 	// progressEvery is the window in which the reader should get a frame.
 	progressEvery = 500 * time.Millisecond
 	// raceHeld is how many frames the qdisc holds when the race starts.

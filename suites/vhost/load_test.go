@@ -125,9 +125,12 @@ func (r *rig) consume(g *guest.Net, rv *receiver, done <-chan struct{}, tick tim
 	}
 }
 
+// raceFor is how long TestRace's senders run.
+const raceFor = time.Second
+
 // TestRace: two senders and a guest that consumes at most guest.Batch
-// buffers a millisecond, for 2 s. Afterwards the queue is not stalled (the
-// guest drains everything) and the ledger balances exactly.
+// buffers a millisecond, for raceFor. Afterwards the queue is not stalled
+// (the guest drains everything) and the ledger balances exactly.
 //
 // With the flag tun drops nothing. The seed allows the rare frame that
 // loses the race between two producers (__ptr_ring_produce fails on a ring
@@ -148,10 +151,10 @@ func TestRace(t *testing.T) {
 	} {
 		t.Run(s.String(), func(t *testing.T) {
 			r := newRig(t, s)
-			res := r.load(2, 2*time.Second, 0, time.Millisecond)
+			res := r.load(2, raceFor, 0, time.Millisecond)
 			a := res.ledger
-			t.Logf("2 senders for 2s, guest ≤ %d buffers/ms, drained after %v: %v (%d burst drops before the qdisc)",
-				guest.Batch, res.took.Round(time.Millisecond), a, res.burst)
+			t.Logf("2 senders for %v, guest ≤ %d buffers/ms, drained after %v: %v (%d burst drops before the qdisc)",
+				raceFor, guest.Batch, res.took.Round(time.Millisecond), a, res.burst)
 			assert.Assert(t, a.Balanced(), "%v", a)
 			if s.backpressure {
 				assert.Equal(t, a.DeviceDrops, uint64(0),
