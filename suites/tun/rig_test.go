@@ -26,9 +26,10 @@ const (
 	// guests on two shared cores are slow, hence the margin.
 	waitLimit = 10 * time.Second
 	// holdFor is how long a state must stay unchanged to count as
-	// "nothing moved" (a stopped queue, no wake): three orders of
-	// magnitude over a softirq's latency.
-	holdFor = 200 * time.Millisecond
+	// "nothing moved" (a stopped queue, no wake): a wrong wake's frames
+	// move within a NET_TX softirq's latency, which is well under it even
+	// on PREEMPT_RT (docs/design/suite-time.md).
+	holdFor = 100 * time.Millisecond
 	// quiet is how long a drain waits for one more frame before it
 	// concludes the ring is empty.
 	quiet = 100 * time.Millisecond
