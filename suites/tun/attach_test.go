@@ -140,7 +140,7 @@ func attachWake(t *testing.T, move func(*testing.T, *mqTap) moved) {
 		"txq 1, stopped behind a full ring, woke for the file that came to index 1: %d frames reached it", attachSent))
 
 	readExactly(t, r0, mv.ring0)
-	extra := drain(t, r0) + drain(t, r1)
+	extra := m.drain(t, r0) + m.drain(t, r1)
 	qs = m.waitQueues(t, "empty qdiscs", backlogs(0, 0, int(l.DeviceDrops)))
 	l2 := account(res.Handed()+res2.Handed(), mv.ring0+attachSent+extra, qs.state, 0)
 	l2.Uncounted, l2.UncountedWhy = l.Uncounted, l.UncountedWhy

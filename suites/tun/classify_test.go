@@ -184,7 +184,7 @@ func classify(t *testing.T, o tapOpts) classified {
 	}
 	c.st = rig.settle(t, c.n)
 	c.r = traffic.NewReader(rig.dev.File)
-	c.read = drain(t, c.r)
+	c.read = rig.drain(t, c.r)
 	st := rig.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
 	// An ENETDOWN frame reached the device with its queue stopped and was
 	// dropped there (tx_dropped): it belongs in the ledger.

@@ -56,15 +56,3 @@ func (er *entryReader) Read(n int, wait time.Duration) (int, error) {
 	}
 	return n, nil
 }
-
-// Drain reads entries until none comes for quiet and returns how many.
-func (er *entryReader) Drain(quiet time.Duration) (int, error) {
-	total := 0
-	for {
-		n, err := er.Read(1024, quiet)
-		total += n
-		if err != nil || n < 1024 {
-			return total, err
-		}
-	}
-}

@@ -136,7 +136,7 @@ func (fx *filled) readBack(t testing.TB, q queueReader, r *traffic.Reader, done 
 	t.Helper()
 	held := fx.fate.held()
 	readExactly(t, q, held-done)
-	got := held + drain(t, q)
+	got := held + fx.drain(t, q)
 	st := fx.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
 	l := account(fx.res.Handed(), got, st, 0)
 	assert.Assert(t, l.Balanced(), "%v", l)

@@ -202,7 +202,7 @@ func gsoThrough(t *testing.T, tso bool, flags uint16) {
 	entries := g.held() / gsoSkbs(tso, k)
 	q, r := rig.reader(t, unwrapTCP(tso))
 	readExactly(t, q, entries)
-	extra := drain(t, q)
+	extra := rig.drain(t, q)
 	got := int(r.Total())
 	st = rig.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
 	l = account(sent, got, st, 0)

@@ -33,13 +33,13 @@ func TestQueuesApart(t *testing.T) {
 
 			r1 := traffic.NewReader(m.q[1].File)
 			readExactly(t, r1, f.held())
-			got1 := f.held() + drain(t, r1)
+			got1 := f.held() + m.drain(t, r1)
 			m.waitQueues(t, "queue 1 drained while queue 0 stays as it was", backlogs(f.backlog, 0, 2*f.tunDrops))
 			assert.Check(t, is.Equal(r1.Seen()[1], uint64(got1)), "queue 1 got only stream 1: %v", r1.Seen())
 
 			r0 := traffic.NewReader(m.q[0].File)
 			readExactly(t, r0, f.held())
-			got0 := f.held() + drain(t, r0)
+			got0 := f.held() + m.drain(t, r0)
 			qs := m.waitQueues(t, "both queues drained", backlogs(0, 0, 2*f.tunDrops))
 			l := account(res0.Handed()+res1.Handed(), got0+got1, qs.state, 0)
 			assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
@@ -89,7 +89,7 @@ func TestWakesOnItsOwn(t *testing.T) {
 
 	readExactly(t, r0, n-half)
 	readExactly(t, r1, n-half)
-	extra := drain(t, r0) + drain(t, r1)
+	extra := m.drain(t, r0) + m.drain(t, r1)
 	qs = m.waitQueues(t, "both queues drained", backlogs(0, 0, 0))
 	l = account(handed, 2*n+extra, qs.state, 0)
 	assert.Assert(t, l.Balanced(), "%v; %v", l, qs)
@@ -127,7 +127,7 @@ func TestDetachReattach(t *testing.T) {
 			res1 := send(t, s1, k)
 			readExactly(t, r1, f.backlog+k)
 			readExactly(t, r0, k)
-			extra := drain(t, r0) + drain(t, r1)
+			extra := m.drain(t, r0) + m.drain(t, r1)
 			qs := m.waitQueues(t, "both queues drained", backlogs(0, 0, f.tunDrops))
 			l := account(res.Handed()+res0.Handed()+res1.Handed(), f.backlog+2*k+extra, qs.state, 0)
 			l.Uncounted, l.UncountedWhy = uint64(f.ring), "queue 0's ring purged at detach"

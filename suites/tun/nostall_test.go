@@ -36,7 +36,7 @@ func (rig *tapRig) refill(t *testing.T, s *traffic.Sender, r *traffic.Reader, n 
 	res := send(t, s, n)
 	rig.stopped(t, base, n)
 	readExactly(t, r, f.held())
-	extra := drain(t, r)
+	extra := rig.drain(t, r)
 	st := rig.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
 	assert.Check(t, is.Equal(extra, 0), "frames beyond the model's %d; %v", f.held(), st)
 	assert.Check(t, is.Equal(st.Link.TxDropped-base.Link.TxDropped, uint64(f.tunDrops)),
@@ -101,7 +101,7 @@ func txqlenChange(t *testing.T, flags uint16, newRing int) {
 
 	r := traffic.NewReader(fx.dev.File)
 	readExactly(t, r, kept+moved+backlog)
-	got := kept + moved + backlog + drain(t, r)
+	got := kept + moved + backlog + fx.drain(t, r)
 	assert.Check(t, is.Equal(got, kept+moved+backlog), "frames read after the resize; %v", l)
 	handed, read := fx.refill(t, fx.s, r, fx.n)
 

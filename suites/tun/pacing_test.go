@@ -76,7 +76,7 @@ func pacedWaits(t *testing.T, o tapOpts) {
 
 	r := traffic.NewReader(rig.dev.File)
 	readExactly(t, r, pacedFrames)
-	got := pacedFrames + drain(t, r)
+	got := pacedFrames + rig.drain(t, r)
 	p.wait(t, "with the reader reading")
 	st = rig.waitState(t, "empty qdisc", func(now state) bool { return now.Q.Qlen == 0 })
 	l := account(p.res.Handed(), got, st, 0)

@@ -31,8 +31,12 @@ const (
 	// on PREEMPT_RT (docs/design/suite-time.md).
 	holdFor = 100 * time.Millisecond
 	// quiet is how long a drain waits for one more frame before it
-	// concludes the ring is empty.
+	// concludes the ring is empty, where the counters cannot tell.
 	quiet = 100 * time.Millisecond
+	// settleProbe is how long a drain waits for one more frame before it
+	// asks the counters whether any can still come: frames in the ring
+	// come back to back.
+	settleProbe = 10 * time.Millisecond
 )
 
 // tapOpts describes a test's tap.
@@ -185,6 +189,18 @@ func (s state) String() string {
 		return fmt.Sprintf("%s; noqueue", s.Link)
 	}
 	return fmt.Sprintf("%s; %s", s.Link, s.Q)
+}
+
+// settled tells whether no frame can reach the ring any more, the senders
+// having returned: the qdisc holds none, and every frame it handed tun
+// (counted as it left, before tun_net_xmit) was read (tx_packets) or
+// dropped by tun (tx_dropped). Without a qdisc a send puts its frames in
+// the ring, or drops them, before it returns.
+func (s state) settled() bool {
+	if s.Q.Kind == "" {
+		return true
+	}
+	return s.Q.Qlen == 0 && s.Q.Packets == s.Link.TxPackets+s.Link.TxDropped
 }
 
 func (rig *tapRig) state() (state, error) {

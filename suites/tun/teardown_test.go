@@ -176,7 +176,7 @@ func detachStopped(t *testing.T, e *netenv.Env, o tapOpts) {
 
 	r := traffic.NewReader(m.q[1].File)
 	readExactly(t, r, f.held())
-	extra := drain(t, r)
+	extra := m.drain(t, r)
 	qs = m.waitQueues(t, "empty qdiscs", func(qs queueState) bool { return qs.Q.Qlen == 0 })
 	l = account(sent, f.held()+extra, qs.state, 0)
 	l.Uncounted, l.UncountedWhy = uint64(f.held()), why
