@@ -69,7 +69,7 @@ func TestDetachRace(t *testing.T) {
 // t ends). A try whose tracer missed events is void (it returns true)
 // unless it is the last; what it did to the frames is judged all the same.
 func detachRace(t *testing.T, lastTry bool) (void bool) {
-	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqPfifo, queues: 2, ring: detachRaceRing, workers: workersSpread})
+	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqShort, queues: 2, ring: detachRaceRing, workers: workersSpread})
 	r.steerByStream()
 	freed := r.freed()
 	owners := tunwake.TraceOwners(t, int(r.e.NS), r.link.Attrs().Index)

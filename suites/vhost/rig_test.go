@@ -150,6 +150,8 @@ func (r *rig) configure(qdisc string) {
 		e.Pfifo(tb, l, shortFIFO)
 	case qdiscMqPfifo:
 		e.MqPfifo(tb, l, len(r.taps), bigFIFO)
+	case qdiscMqShort:
+		e.MqPfifo(tb, l, len(r.taps), shortFIFO)
 	case qdiscFqCodel:
 		observe.Probe(tb, feature.FqCodel, e.FqCodel(l))
 	}

@@ -61,6 +61,9 @@ const (
 	// qdiscMqPfifo is an mq whose class 1:i+1 has a pfifo limit bigFIFO
 	// for tx queue i, so each queue's backlog can be read on its own.
 	qdiscMqPfifo = "mq_pfifo"
+	// qdiscMqShort is qdiscMqPfifo with limits of shortFIFO, for a race
+	// that runs for a time.
+	qdiscMqShort = "mq_pfifo1000"
 )
 
 // setup says how to build a rig.
