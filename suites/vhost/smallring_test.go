@@ -70,22 +70,22 @@ var smallRingPolls = []uint32{0, busyPoll}
 // wakes vhost, which finds nothing, and nothing else produces or wakes: a
 // stall for good, which tun has no watchdog to undo.
 //
-// To be in the window vhost must be taking entries while the producer
-// runs, not woken by the sk_data_ready() that comes after the stop: it is,
-// while its handle_rx() loop finds entries and buffers, and RX busy polling
+// To be in the window vhost must be taking entries while the producer runs,
+// not woken by the sk_data_ready() that comes after the stop: it is, while
+// its handle_rx() loop finds entries and buffers, and RX busy polling
 // (busyPoll) keeps the worker polling the empty ring as well; each ring is
 // raced with and without. The vhost worker has the last CPU to itself
 // (workersLast), opposite the one AF_PACKET sender on the first; the guest
 // shares the sender's CPU and reposts every free buffer, sleeping
 // smallRingPause after a poll that got nothing, so that vhost never waits
-// for a buffer and never for its CPU. A stall is nothing delivered (tun counts tx_packets in the
-// recvmsg vhost calls) for suspectEvery+stallBound while the guest kept
-// buffers posted and got nothing, and the qdisc holds frames; the race
-// stops at the first. One that came too late for that shows as nothing
-// delivered for stallBound while the qdisc drains. A read(2) of the tap
-// then tells whether the ring was empty. Every frame must be accounted
-// for, each stream arrive in order, and tun drop no more frames than wakes
-// came over a full ring (internal/guest/tunwake).
+// for a buffer and never for its CPU. A stall is nothing delivered (tun
+// counts tx_packets in the recvmsg vhost calls) for suspectEvery+stallBound
+// while the guest kept buffers posted and got nothing, and the qdisc holds
+// frames; the race stops at the first. One that came too late for that shows
+// as nothing delivered for stallBound while the qdisc drains. A read(2) of
+// the tap then tells whether the ring was empty. Every frame must be
+// accounted for, each stream arrive in order, and tun drop no more frames
+// than wakes came over a full ring (internal/guest/tunwake).
 // docs/design/tun-race-small-ring.md has the measurements.
 func TestRaceSmallRing(t *testing.T) {
 	observe.Of(t, feature.Seed000Vhost)
