@@ -341,7 +341,7 @@ func runLane(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backen
 	for queue := boots(bins); len(queue) > 0 && ctx.Err() == nil; {
 		bt := queue[0]
 		queue = queue[1:]
-		s.running, s.splats = "", nil
+		s.newBoot()
 		reports := len(s.run.Tests)
 		job := v.job(k, bt.bins, true)
 		job.SingleThreadTCG = bt.single

@@ -24,13 +24,17 @@ type resultSink struct {
 	kernel  string    // the label, "debian:7.3 (7.3.4-1~bpo13+1)"
 	verbose io.Writer // nil unless -v: the tests' raw output
 
-	mu   sync.Mutex // guards run against the converter goroutine
+	// mu guards run, running and booted against the converter goroutine,
+	// the console watcher and the heartbeat.
+	mu   sync.Mutex
 	conv *results.Converter
 	err  error
 
-	// running is the binary that started and has not exited; exited are
-	// those that did; splats are this boot's kernel reports.
+	// running is the binary that started and has not exited; booted
+	// counts the binaries this boot started; exited are those that did, on
+	// any boot; splats are this boot's kernel reports.
 	running string
+	booted  int
 	exited  map[string]bool
 	splats  []vmtest.Splat
 
@@ -44,18 +48,37 @@ type resultSink struct {
 // where there is no terminal. The returned func stops it.
 func (s *resultSink) heartbeat(period time.Duration) (stop func()) {
 	return heartbeat.Start(period, func(time.Duration) {
-		s.mu.Lock()
-		what := "booting"
-		if rt := s.run.Running(); rt != nil {
-			what = results.ShortPackage(rt.Package) + " " + rt.Name
-		}
-		s.mu.Unlock()
-		fmt.Fprintf(s.progress, "xmitcheck: %s: %v, running %s\n", s.kernel, time.Since(s.started).Round(time.Second), what)
+		fmt.Fprintf(s.progress, "xmitcheck: %s: %v, %s\n", s.kernel, time.Since(s.started).Round(time.Second), s.activity())
 	})
 }
 
+// activity says what the guest is doing, for the heartbeat.
+func (s *resultSink) activity() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch rt := s.run.Running(); {
+	case rt != nil:
+		return "running " + results.ShortPackage(rt.Package) + " " + rt.Name
+	case s.running != "":
+		return "running " + results.ShortPackage(s.running) + ", between tests"
+	case s.booted > 0:
+		return "between test binaries"
+	}
+	return "booting"
+}
+
+// newBoot forgets the last boot's binary and reports before the next.
+func (s *resultSink) newBoot() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running, s.booted, s.splats = "", 0, nil
+}
+
 func (s *resultSink) Start(b vmtest.Binary) {
+	s.mu.Lock()
 	s.running = b.Name
+	s.booted++
+	s.mu.Unlock()
 	c, err := results.StartConverter(b.Name, s.add)
 	if err != nil {
 		s.err = err
@@ -83,7 +106,9 @@ func (s *resultSink) Output(b vmtest.Binary, p []byte) {
 }
 
 func (s *resultSink) Exit(b vmtest.Binary, code int) {
+	s.mu.Lock()
 	s.running = ""
+	s.mu.Unlock()
 	if s.exited == nil {
 		s.exited = map[string]bool{}
 	}
