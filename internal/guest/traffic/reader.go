@@ -3,7 +3,6 @@ package traffic
 import (
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -53,7 +52,7 @@ func (s *Stream) String() string {
 		s.First, s.Last, s.InOrder, s.Skipped, s.Repeated, s.Late)
 }
 
-// NewReader reads from f. Read and Drain need a file that honours read
+// NewReader reads from f. Read needs a file that honours read
 // deadlines (tuntap.Open's); ReadToEnd needs a blocking one
 // (tuntap.OpenBlocking's). With a nil f the Reader only follows the frames
 // given to Record (its reads fail with os.ErrInvalid).
@@ -82,22 +81,6 @@ func (r *Reader) Read(n int, wait time.Duration) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// Drain reads until no frame arrives for quiet, and returns how many it read.
-func (r *Reader) Drain(quiet time.Duration) (int, error) {
-	defer profile.Running(profile.Traffic).End()
-	total := 0
-	for {
-		n, err := r.Read(1024, quiet)
-		total += n
-		if err != nil && !errors.Is(err, io.EOF) {
-			return total, err
-		}
-		if n < 1024 {
-			return total, nil
-		}
-	}
 }
 
 // Total is how many frames r has read; safe to call while ReadToEnd runs.

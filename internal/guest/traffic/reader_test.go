@@ -32,7 +32,7 @@ func TestReaderFollowsStreams(t *testing.T) {
 	r, write := datagrams(t, unix.SOCK_NONBLOCK)
 	write(1, 0, 1, 2, 5, 9)
 	write(2, 7, 8)
-	got, err := r.Drain(10 * time.Millisecond)
+	got, err := r.Read(8, 10*time.Millisecond)
 	assert.NilError(t, err)
 	assert.Equal(t, got, 7)
 	assert.NilError(t, r.InOrder())
@@ -54,7 +54,7 @@ func TestReaderFindsDisorder(t *testing.T) {
 	r, write := datagrams(t, unix.SOCK_NONBLOCK)
 	write(1, 0, 1, 1, 2)
 	write(2, 0, 3, 2, 4)
-	_, err := r.Drain(10 * time.Millisecond)
+	_, err := r.Read(9, 10*time.Millisecond)
 	assert.NilError(t, err)
 	assert.DeepEqual(t, *r.Streams[1], Stream{Frames: 4, First: 0, Last: 2, InOrder: 3, Repeated: 1,
 		Disorder: "frame 1 again right after itself (frame 3 of the stream read)"})
