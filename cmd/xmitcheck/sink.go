@@ -24,17 +24,17 @@ type resultSink struct {
 	kernel  string    // the label, "debian:7.3 (7.3.4-1~bpo13+1)"
 	verbose io.Writer // nil unless -v: the tests' raw output
 
-	// mu guards run, running and booted against the converter goroutine,
+	// mu guards run, running and begun against the converter goroutine,
 	// the console watcher and the heartbeat.
 	mu   sync.Mutex
 	conv *results.Converter
 	err  error
 
-	// running is the binary that started and has not exited; booted
-	// counts the binaries this boot started; exited are those that did, on
-	// any boot; splats are this boot's kernel reports.
+	// running is the binary that started and has not exited; begun says
+	// whether this boot started one; exited are those that did, on any
+	// boot; splats are this boot's kernel reports.
 	running string
-	booted  int
+	begun   bool
 	exited  map[string]bool
 	splats  []vmtest.Splat
 
@@ -61,7 +61,7 @@ func (s *resultSink) activity() string {
 		return "running " + results.ShortPackage(rt.Package) + " " + rt.Name
 	case s.running != "":
 		return "running " + results.ShortPackage(s.running) + ", between tests"
-	case s.booted > 0:
+	case s.begun:
 		return "between test binaries"
 	}
 	return "booting"
@@ -71,13 +71,12 @@ func (s *resultSink) activity() string {
 func (s *resultSink) newBoot() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.running, s.booted, s.splats = "", 0, nil
+	s.running, s.begun, s.splats = "", false, nil
 }
 
 func (s *resultSink) Start(b vmtest.Binary) {
 	s.mu.Lock()
-	s.running = b.Name
-	s.booted++
+	s.running, s.begun = b.Name, true
 	s.mu.Unlock()
 	c, err := results.StartConverter(b.Name, s.add)
 	if err != nil {
