@@ -1,0 +1,13 @@
+package feature
+
+// The sides of a cost benchmark, the last element of its sub-benchmarks'
+// names. Every round runs the stock side twice, A and its repeat A2 (the
+// A/A control, measured exactly as the comparison is), and the patched
+// side B once, in an order that changes from round to round
+// (internal/guest/rounds); the host pairs them by round and judges B
+// against A, and A2 against A for the noise floor (internal/host/cost).
+const (
+	SideA  = "side=A"
+	SideA2 = "side=A2"
+	SideB  = "side=B"
+)
