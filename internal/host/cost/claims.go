@@ -1,0 +1,110 @@
+package cost
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+)
+
+// Better says which way a measure improves.
+type Better string
+
+const (
+	Higher Better = "higher"
+	Lower  Better = "lower"
+)
+
+// Claim is what a seed's message says its change costs, and the benchmark
+// that does the same work.
+type Claim struct {
+	Seed feature.Seed
+	// Row names the work and the measure ("tap, 1 sending thread: received").
+	Row string
+	// Package is the suite ("suites/tun"); Bench the benchmark's name up to
+	// its side (feature.SideA…), or with Across the whole name; with Each,
+	// every benchmark below Bench is a row of its own.
+	Package, Bench string
+	Each           bool
+	// Unit is the metric the benchmark reports, Better the way it improves.
+	Unit   string
+	Better Better
+	// Pct is the claimed change of B against A in percent.
+	Pct float64
+	// Says is the claim as its source states it, figures and all.
+	Says string
+	// A and B are the sides: stock and patched.
+	A, B string
+	// Across is set where no kernel has a switch for the seed: A is a
+	// base kernel, B a patched one, in interleaved boots (compare);
+	// otherwise A and B are sub-benchmarks of one boot.
+	Across bool
+	// PerFrame is a per-frame cost of the same work the benchmark also
+	// reports ("cpu-ns/frame"), lower being better, to which the claim
+	// converts where the work is CPU-bound (every thread busy): a rate
+	// that falls by x % takes 1/(1-x) as much CPU per frame.
+	PerFrame string
+}
+
+// 000's table: received Mpps and lost/s, stock against patched with
+// fq_codel, through a tap and through vhost-net, 1 and 2 sending threads.
+const (
+	tapStock  = "flag off, the kernel's default qdisc (stock)"
+	tapFlagOn = "IFF_BACKPRESSURE, fq_codel (patched)"
+)
+
+// Claims are the seeds' cost claims, in the order reports list them.
+var Claims = []Claim{
+	{Seed: feature.Seed000Tun, Row: "tap, 1 sending thread: received", Package: "suites/tun",
+		Bench: "BenchmarkTap/threads=1", Unit: "rx-pps", Better: Higher, Pct: -0.8, PerFrame: "cpu-ns/frame",
+		Says: "TAP, 1 thread: received 1.132 → 1.123 Mpps (−0.8 %)", A: tapStock, B: tapFlagOn},
+	{Seed: feature.Seed000Tun, Row: "tap, 1 sending thread: lost", Package: "suites/tun",
+		Bench: "BenchmarkTap/threads=1", Unit: "lost/s", Better: Lower, Pct: -100,
+		Says: "TAP, 1 thread: lost 3.765 Mpps → 0 pps", A: tapStock, B: tapFlagOn},
+	{Seed: feature.Seed000Tun, Row: "tap, 2 sending threads: received", Package: "suites/tun",
+		Bench: "BenchmarkTap/threads=2", Unit: "rx-pps", Better: Higher, Pct: -3.0, PerFrame: "cpu-ns/frame",
+		Says: "TAP, 2 threads: received 1.115 → 1.081 Mpps (−3.0 %)", A: tapStock, B: tapFlagOn},
+	{Seed: feature.Seed000Tun, Row: "tap, 2 sending threads: lost", Package: "suites/tun",
+		Bench: "BenchmarkTap/threads=2", Unit: "lost/s", Better: Lower, Pct: change(8.490e6, 391),
+		Says: "TAP, 2 threads: lost 8.490 Mpps → 391 pps", A: tapStock, B: tapFlagOn},
+	{Seed: feature.Seed000Vhost, Row: "tap + vhost-net, 1 sending thread: received", Package: "suites/vhost",
+		Bench: "BenchmarkRX/senders=1", Unit: "rx-pps", Better: Higher, Pct: 1.1, PerFrame: "cpu-ns/frame",
+		Says: "TAP + vhost-net, 1 thread: received 3.857 → 3.901 Mpps (+1.1 %)", A: tapStock, B: tapFlagOn},
+	{Seed: feature.Seed000Vhost, Row: "tap + vhost-net, 1 sending thread: lost", Package: "suites/vhost",
+		Bench: "BenchmarkRX/senders=1", Unit: "lost/s", Better: Lower, Pct: -100,
+		Says: "TAP + vhost-net, 1 thread: lost 0.802 Mpps → 0 pps", A: tapStock, B: tapFlagOn},
+	{Seed: feature.Seed000Vhost, Row: "tap + vhost-net, 2 sending threads: received", Package: "suites/vhost",
+		Bench: "BenchmarkRX/senders=2", Unit: "rx-pps", Better: Higher, Pct: -3.0, PerFrame: "cpu-ns/frame",
+		Says: "TAP + vhost-net, 2 threads: received 3.664 → 3.555 Mpps (−3.0 %)", A: tapStock, B: tapFlagOn},
+	{Seed: feature.Seed000Vhost, Row: "tap + vhost-net, 2 sending threads: lost", Package: "suites/vhost",
+		Bench: "BenchmarkRX/senders=2", Unit: "lost/s", Better: Lower, Pct: change(5.330e6, 938),
+		Says: "TAP + vhost-net, 2 threads: lost 5.330 Mpps → 938 pps", A: tapStock, B: tapFlagOn},
+}
+
+// change is the change from a to b in percent.
+func change(a, b float64) float64 { return (b/a - 1) * 100 }
+
+// Benchmarks is the go test -bench pattern that runs the benchmarks of the
+// claims measured in one boot (or with across, of those across kernels).
+func Benchmarks(across bool) string {
+	var tops []string
+	for _, c := range Claims {
+		top, _, _ := strings.Cut(c.Bench, "/")
+		if c.Across == across && !slices.Contains(tops, top) {
+			tops = append(tops, top)
+		}
+	}
+	return "^(" + strings.Join(tops, "|") + ")$"
+}
+
+// Packages are the suites whose benchmarks measure claims made in one
+// boot (or with across, across kernels).
+func Packages(across bool) []string {
+	var out []string
+	for _, c := range Claims {
+		if c.Across == across && !slices.Contains(out, c.Package) {
+			out = append(out, c.Package)
+		}
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+)
+
+func TestParseLine(t *testing.T) {
+	s, ok := ParseLine("suites/tun", "BenchmarkTap/threads=1/side=A-2 \t       1\t  12 ns/op\t 90164 rx-pps\t 0 lost/s")
+	assert.Assert(t, ok)
+	assert.Equal(t, s.Name, "BenchmarkTap/threads=1/side=A")
+	assert.DeepEqual(t, s.Metrics, map[string]float64{"ns/op": 12, "rx-pps": 90164, "lost/s": 0})
+	_, ok = ParseLine("suites/tun", "BenchmarkTap/threads=1/side=A-2 says hello")
+	assert.Assert(t, !ok)
+}
+
+// TestPaired checks the interval against a hand computation: ratios 0.9,
+// 1.0, 1.1 have mean 1, sd 0.1, and t(2) = 4.303.
+func TestPaired(t *testing.T) {
+	c, ok := paired([]float64{10, 10, 10}, []float64{9, 10, 11})
+	assert.Assert(t, ok)
+	half := 4.303 * 0.1 / math.Sqrt(3) * 100
+	assert.Assert(t, is.Equal(math.Round(c.Pct*1e6), 0.0))
+	assert.Assert(t, math.Abs(c.Hi-half) < 1e-9, "%+v, want ±%v", c, half)
+	assert.Equal(t, c.Rounds, 3)
+	_, ok = paired([]float64{10}, []float64{9})
+	assert.Assert(t, !ok, "one round has no interval")
+	assert.Assert(t, math.Abs(tQuantile975(40)-2.021) < 0.001, "t(40) = %v", tQuantile975(40))
+}
+
+func TestJudge(t *testing.T) {
+	for _, tc := range []struct {
+		better     Better
+		claim      float64
+		change, aa Change
+		want       Judgment
+		why        string
+	}{
+		{Higher, -3, Change{Lo: -6, Hi: 2}, Change{Lo: -4, Hi: 4}, Within, "above claim - floor (-7)"},
+		{Higher, -3, Change{Lo: -20, Hi: -10}, Change{Lo: -4, Hi: 4}, Regressed, "wholly below -7"},
+		{Higher, -3, Change{Lo: -12, Hi: 0}, Change{Lo: -4, Hi: 4}, Noisy, "across -7"},
+		{Lower, -100, Change{Lo: -100, Hi: -100}, Change{Lo: -30, Hi: 20}, Within, "lost nothing"},
+		{Lower, -100, Change{Lo: -60, Hi: -20}, Change{Lo: -30, Hi: 20}, Regressed, "lost more than claim + floor (-70)"},
+		{Lower, 0, Change{Lo: -5, Hi: 15}, Change{Lo: -10, Hi: 10}, Noisy, "across +10"},
+	} {
+		m := Measure{Better: tc.better, Claim: tc.claim, Change: tc.change, AA: tc.aa}
+		assert.Equal(t, m.judge(), tc.want, tc.why)
+	}
+}
+
+// lines makes the benchmark lines of rounds of BenchmarkTap/threads=1:
+// each round A, A2, B with the rx-pps and cpu-ns/frame given.
+func lines(a, a2, b []float64, cpuNoise float64) []Sample {
+	var out []Sample
+	for i := range a {
+		for _, s := range []struct {
+			side string
+			v    float64
+		}{{feature.SideA, a[i]}, {feature.SideB, b[i]}, {feature.SideA2, a2[i]}} {
+			// cpu-ns/frame is the inverse of the rate, with less noise.
+			cpu := 1e9 / 100000 * (1 + cpuNoise*float64(i%3-1))
+			switch s.side {
+			case feature.SideB:
+				cpu *= a[i] / b[i]
+			case feature.SideA2:
+				cpu *= 1 + 2*cpuNoise*float64(i%2*2-1)
+			}
+			l := fmt.Sprintf("BenchmarkTap/threads=1/%s-2\t1\t0 ns/op\t%g rx-pps\t%g cpu-ns/frame\t5 lost/s", s.side, s.v, cpu)
+			smp, ok := ParseLine("suites/tun", l)
+			if !ok {
+				panic(l)
+			}
+			out = append(out, smp)
+		}
+	}
+	return out
+}
+
+func TestInBoot(t *testing.T) {
+	a := []float64{100, 90, 110, 100, 95, 105}
+	a2 := []float64{105, 85, 108, 99, 97, 100}
+	b := []float64{99, 89, 109, 99, 94, 104}
+	rows := InBoot(lines(a, a2, b, 0.002), "tcg")
+	assert.Equal(t, len(rows), 2, "received and lost of 1 thread: %+v", rows)
+	r := rows[0]
+	assert.Equal(t, r.Row, "tap, 1 sending thread: received")
+	assert.Equal(t, r.Measures[0].Change.Rounds, 6)
+	assert.Equal(t, r.Judgment, Within, "%+v", r)
+	assert.Equal(t, r.Judged, "cpu-ns/frame", "under TCG the quieter measure judges: %s", r.Why)
+	assert.Equal(t, rows[1].Judgment, Regressed, "lost/s 5 → 5 against a claim of -100 %% with a floor of 0: %+v", rows[1])
+
+	rows = InBoot(lines(a, a2, b, 0.001), "kvm")
+	assert.Equal(t, rows[0].Judged, "rx-pps", "on KVM the claim's own measure judges")
+
+	slow := []float64{60, 55, 66, 61, 58, 63}
+	rows = InBoot(lines(a, a2, slow, 0.001), "kvm")
+	assert.Equal(t, rows[0].Judgment, Regressed, "%+v", rows[0].Measures[0])
+}
+
+func TestInBootMissingSide(t *testing.T) {
+	s := lines([]float64{100, 100}, []float64{100, 100}, []float64{99, 99}, 0)
+	var noB []Sample
+	for _, x := range s {
+		if x.Name != "BenchmarkTap/threads=1/"+feature.SideB {
+			noB = append(noB, x)
+		}
+	}
+	rows := InBoot(noB, "tcg")
+	assert.Equal(t, rows[0].Judgment, Unmeasured)
+	assert.Assert(t, is.Contains(rows[0].Why, "a side has no result (A 2, A2 2, B 0 rounds)"))
+}
+
+// TestAcrossMaxRegression: a patched kernel 40 % slower regresses by more
+// than 10 %; the same kernel on both sides does not.
+func TestAcrossMaxRegression(t *testing.T) {
+	mk := func(v ...float64) []Sample {
+		var out []Sample
+		for _, x := range v {
+			out = append(out, Sample{Package: "suites/qdisc", Name: "BenchmarkContention/x",
+				Metrics: map[string]float64{"rx-pps": x, "ns/op": 3}})
+		}
+		return out
+	}
+	base, base2 := mk(100, 95, 104, 99), mk(98, 97, 103, 100)
+	rows := Across(base, base2, mk(60, 58, 61, 59), "tcg", 10)
+	assert.Equal(t, len(rows), 1, "ns/op has no known direction: %+v", rows)
+	assert.Equal(t, rows[0].Judgment, Regressed)
+	rows = Across(base, base2, mk(101, 94, 103, 100), "tcg", 10)
+	assert.Equal(t, rows[0].Judgment, Within)
+}

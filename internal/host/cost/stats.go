@@ -1,0 +1,82 @@
+package cost
+
+import (
+	"math"
+)
+
+// Change is a relative change in percent with its 95 % interval: B against
+// A over paired rounds, +5 meaning B is 5 % above A.
+type Change struct {
+	// Pct is the mean of the rounds' ratios B/A, minus one, in percent;
+	// Lo and Hi bound its 95 % Student-t interval.
+	Pct, Lo, Hi float64
+	// Rounds is how many rounds paired a value of each side.
+	Rounds int
+}
+
+// Half is the interval's half-width, in percentage points.
+func (c Change) Half() float64 { return (c.Hi - c.Lo) / 2 }
+
+// Contains reports whether pct lies in the interval.
+func (c Change) Contains(pct float64) bool { return c.Lo <= pct && pct <= c.Hi }
+
+// paired returns the change of b against a over the rounds where both have
+// a value, round by round: the mean of the ratios b[i]/a[i] and its 95 %
+// interval. The mean of ratios, not the ratio of means, keeps each round's
+// pairing (a drift over the rounds moves both sides of a ratio alike), and
+// unlike a mean of log-ratios it takes a side that measured 0 (a loss rate
+// the patch took to nothing). ok is false with fewer than two pairs, or a
+// stock value of 0, which no ratio can be made of.
+func paired(a, b []float64) (c Change, ok bool) {
+	var r []float64
+	for i := range min(len(a), len(b)) {
+		if math.IsNaN(a[i]) || math.IsNaN(b[i]) {
+			continue
+		}
+		if a[i] == 0 {
+			return Change{}, false
+		}
+		r = append(r, b[i]/a[i])
+	}
+	if len(r) < 2 {
+		return Change{}, false
+	}
+	mean, sd := meanSD(r)
+	half := tQuantile975(len(r)-1) * sd / math.Sqrt(float64(len(r)))
+	// Every measure here is a rate or a cost, never below 0: neither is
+	// their ratio.
+	lo := math.Max(mean-half, 0)
+	return Change{Pct: pct(mean), Lo: pct(lo), Hi: pct(mean + half), Rounds: len(r)}, true
+}
+
+func pct(ratio float64) float64 { return (ratio - 1) * 100 }
+
+func meanSD(x []float64) (mean, sd float64) {
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	for _, v := range x {
+		sd += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(x)-1))
+}
+
+// t975 are the 97.5 % quantiles of Student's t for 1 to 30 degrees of
+// freedom: a two-sided 95 % interval.
+var t975 = [...]float64{
+	12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+}
+
+// tQuantile975 is Student's t 97.5 % quantile for df degrees of freedom:
+// from the table up to 30, beyond it the Cornish-Fisher expansion around
+// the normal's 1.95996 (within 0.001 of the exact value there).
+func tQuantile975(df int) float64 {
+	if df <= len(t975) {
+		return t975[df-1]
+	}
+	z, n := 1.959964, float64(df)
+	return z + (z*z*z+z)/(4*n) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*n*n)
+}
