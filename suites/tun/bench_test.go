@@ -14,39 +14,43 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpumeter"
 	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/rounds"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 )
 
 // BenchmarkTap is the table of seed 000 for a tap: 1 and 2 sending
-// threads, one reader, flag off with the qdisc the kernel attaches ("Stock")
-// against flag on with fq_codel ("Patched with fq_codel qdisc"). One op is
+// threads, one reader, flag off with the qdisc the kernel attaches
+// ("Stock", side A, run twice a round for the A/A floor) against flag on
+// with fq_codel ("Patched with fq_codel qdisc", side B), in interleaved
+// rounds (internal/guest/rounds: go test -count N is N rounds). One op is
 // one frame sent; it reports tx-pps (frames handed to the kernel per
 // second of sending), rx-pps (frames read per second) and lost/s (tun and
 // qdisc drops per second, also apart as tun_lost/s and qdisc_lost/s, which
 // includes QDISC_BURST_DROP before the qdisc), the last two over the time
-// from the first send until every frame was read or counted as dropped,
-// and tx/cpu_s (frames sent per CPU-second of the whole test process).
-// The senders (traffic.Sender: 64 frames per sendmmsg) never block, so
-// with the flag the losses move from tun to the qdisc rather than vanish.
-// The reader busy-polls the tap (traffic.Reader.ReadToEnd), from a file
-// out of the runtime's poller (tuntap.OpenBlocking), on a CPU of its own,
-// with the senders on the other CPUs (placement). Every stream must arrive
-// in order. testdata/tapbench-compare.sh runs it against the C reference
-// sender (tapbench.c) on the running kernel, interleaved.
+// from the first send until every frame was read or counted as dropped;
+// and what each frame read cost the guest's CPUs over that time,
+// cpu-ns/frame and, where the vCPU has a PMU, instructions/frame
+// (internal/guest/cpumeter). The senders (traffic.Sender: 64 frames per
+// sendmmsg) never block, so with the flag the losses move from tun to the
+// qdisc rather than vanish. The reader busy-polls the tap
+// (traffic.Reader.ReadToEnd), from a file out of the runtime's poller
+// (tuntap.OpenBlocking), on a CPU of its own, with the senders on the
+// other CPUs (placement). Every stream must arrive in order.
+// testdata/tapbench-compare.sh runs it against the C reference sender
+// (tapbench.c) on the running kernel, interleaved.
 func BenchmarkTap(b *testing.B) {
+	stock := tapOpts{ring: 500, root: "default", blocking: true}
+	patched := stock
+	patched.flags, patched.root = tuntap.IFFBackpressure, "fq_codel"
 	for _, threads := range []int{1, 2} {
-		for _, mode := range []string{"flag=off", "flag=on+fq_codel"} {
-			b.Run(fmt.Sprintf("threads=%d/%s", threads, mode), func(b *testing.B) {
-				o := tapOpts{ring: 500, root: "default", blocking: true}
-				if mode != "flag=off" {
-					o.flags, o.root = tuntap.IFFBackpressure, "fq_codel"
-				}
-				benchTap(b, threads, o)
-			})
-		}
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			rounds.Run(b, func(b *testing.B) { benchTap(b, threads, stock) },
+				func(b *testing.B) { benchTap(b, threads, patched) })
+		})
 	}
 }
 
@@ -55,7 +59,10 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 	// one), so that none waits for another's turn.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), threads+2)))
 	br := newBenchRig(b, threads, o)
-	cpu0, err := cpuTime()
+	meter, err := cpumeter.Start()
+	assert.NilError(b, err)
+	defer meter.Close()
+	proc0, err := cpuTime()
 	assert.NilError(b, err)
 	b.ResetTimer()
 	br.startReader()
@@ -69,9 +76,11 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 		return s.Q.Qlen == 0 && br.ledger(run.total, s).Balanced()
 	})
 	run.elapsed = time.Since(run.start)
-	cpu1, err := cpuTime()
+	run.cpu, err = meter.Stop()
 	assert.NilError(b, err)
-	run.cpu = cpu1 - cpu0
+	proc1, err := cpuTime()
+	assert.NilError(b, err)
+	run.proc = proc1 - proc0
 	assert.NilError(b, stopReader())
 	b.StopTimer()
 	assert.NilError(b, sendErr)
@@ -192,9 +201,12 @@ func (br *benchRig) send(n int) (uint64, error) {
 
 // benchRun is what one run measured.
 type benchRun struct {
-	start                 time.Time
-	total                 uint64
-	sending, elapsed, cpu time.Duration
+	start            time.Time
+	total            uint64
+	sending, elapsed time.Duration
+	// cpu is what the guest's CPUs did, proc the CPU time of this process.
+	cpu  cpumeter.Usage
+	proc time.Duration
 }
 
 func (run benchRun) report(b *testing.B, l counters.Accounting, qdisc string) {
@@ -205,9 +217,21 @@ func (run benchRun) report(b *testing.B, l counters.Accounting, qdisc string) {
 	b.ReportMetric(float64(l.DeviceDrops+qdiscLost)/secs, "lost/s")
 	b.ReportMetric(float64(l.DeviceDrops)/secs, "tun_lost/s")
 	b.ReportMetric(float64(qdiscLost)/secs, "qdisc_lost/s")
-	b.ReportMetric(float64(run.total)/run.cpu.Seconds(), "tx/cpu_s")
+	b.ReportMetric(float64(run.total)/run.proc.Seconds(), "tx/cpu_s")
+	reportCPU(b, run.cpu, l.Received)
 	b.Logf("qdisc %s, %d sent in %v, %d read, %d dropped by tun, %d by the qdisc in %v; %v of CPU",
-		qdisc, run.total, run.sending, l.Received, l.DeviceDrops, qdiscLost, run.elapsed, run.cpu)
+		qdisc, run.total, run.sending, l.Received, l.DeviceDrops, qdiscLost, run.elapsed, run.cpu.Busy)
+}
+
+// reportCPU reports what each frame read cost the guest's CPUs.
+func reportCPU(b *testing.B, u cpumeter.Usage, frames uint64) {
+	if frames == 0 {
+		return
+	}
+	b.ReportMetric(float64(u.Busy.Nanoseconds())/float64(frames), "cpu-ns/frame")
+	if u.HasInstructions {
+		b.ReportMetric(float64(u.Instructions)/float64(frames), "instructions/frame")
+	}
 }
 
 // cpuTime is the CPU time (user and system) of the whole process so far.

@@ -11,8 +11,10 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpumeter"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/rounds"
 	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
 )
 
@@ -167,35 +169,51 @@ func TestRace(t *testing.T) {
 // BenchmarkRX is the seed's tap + vhost-net row: frames per second the
 // guest receives and frames per second lost (tun drops + qdisc drops, also
 // reported apart), with 1 and 2 sender threads, stock (flag off, the
-// default qdisc) against the flag with fq_codel. b.N frames per sender; the
-// clock runs from the first send until the guest has drained the tap. The
-// senders never block (traffic.NewSender forces a send buffer no qdisc here
-// can fill), so with
+// default qdisc: side A, twice a round for the A/A floor) against the flag
+// with fq_codel (side B), in interleaved rounds (internal/guest/rounds: go
+// test -count N is N rounds), and what each frame received cost the
+// guest's CPUs (cpu-ns/frame; instructions/frame where the vCPU has a
+// PMU). b.N frames per sender; the clock runs from the first send until
+// the guest has drained the tap. The senders never block
+// (traffic.NewSender forces a send buffer no qdisc here can fill), so with
 // the flag a guest slower than the senders shows up as fq_codel drops
 // (limit 10240) rather than as a throttled sender.
 //
 //	go test -c ./suites/vhost && ./vhost.test -test.run '^$' -test.bench RX -test.benchtime 100000x
 func BenchmarkRX(b *testing.B) {
-	for _, s := range []setup{
-		{qdisc: qdiscDefault},
-		{backpressure: true, qdisc: qdiscFqCodel},
-	} {
-		for _, senders := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%v/senders=%d", s, senders), func(b *testing.B) {
-				r := newRig(b, s)
-				b.ResetTimer()
-				res := r.load(senders, 0, b.N, 0)
-				b.StopTimer()
-				a := res.ledger
-				assert.Assert(b, a.Balanced(), "%v", a)
-				sec := res.took.Seconds()
-				b.ReportMetric(float64(a.Received)/sec, "rx-pps")
-				b.ReportMetric(float64(a.DeviceDrops+a.QdiscDrops+a.Uncounted)/sec, "lost/s")
-				b.ReportMetric(float64(a.DeviceDrops)/sec, "tun_drops/s")
-				b.ReportMetric(float64(a.QdiscDrops+a.Uncounted)/sec, "qdisc_drops/s")
-				b.ReportMetric(0, "ns/op")
-				b.Logf("%v (%d burst drops before the qdisc) in %v", a, res.burst, res.took.Round(time.Millisecond))
-			})
+	stock, patched := setup{qdisc: qdiscDefault}, setup{backpressure: true, qdisc: qdiscFqCodel}
+	for _, senders := range []int{1, 2} {
+		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
+			rounds.Run(b, func(b *testing.B) { benchRX(b, stock, senders) },
+				func(b *testing.B) { benchRX(b, patched, senders) })
+		})
+	}
+}
+
+func benchRX(b *testing.B, s setup, senders int) {
+	r := newRig(b, s)
+	meter, err := cpumeter.Start()
+	assert.NilError(b, err)
+	defer meter.Close()
+	b.ResetTimer()
+	res := r.load(senders, 0, b.N, 0)
+	b.StopTimer()
+	cpu, err := meter.Stop()
+	assert.NilError(b, err)
+	a := res.ledger
+	assert.Assert(b, a.Balanced(), "%v", a)
+	sec := res.took.Seconds()
+	b.ReportMetric(float64(a.Received)/sec, "rx-pps")
+	b.ReportMetric(float64(a.DeviceDrops+a.QdiscDrops+a.Uncounted)/sec, "lost/s")
+	b.ReportMetric(float64(a.DeviceDrops)/sec, "tun_drops/s")
+	b.ReportMetric(float64(a.QdiscDrops+a.Uncounted)/sec, "qdisc_drops/s")
+	if a.Received > 0 {
+		b.ReportMetric(float64(cpu.Busy.Nanoseconds())/float64(a.Received), "cpu-ns/frame")
+		if cpu.HasInstructions {
+			b.ReportMetric(float64(cpu.Instructions)/float64(a.Received), "instructions/frame")
 		}
 	}
+	b.ReportMetric(0, "ns/op")
+	b.Logf("%v: %v (%d burst drops before the qdisc) in %v, %v of CPU",
+		s, a, res.burst, res.took.Round(time.Millisecond), cpu.Busy)
 }

@@ -31,7 +31,7 @@ for round in $(seq 1 "$rounds"); do
 		awk -v r="$round" -v t="$threads" -v cpu="$(cat "$tmp/cpu")" '
 			{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
 			END { split(cpu, c, " "); printf "%d %d C %.0f %.0f %.0f\n", r, t, v["sent"]*1e6, v["received"]*1e6, v["sent"]*1e6*v["secs"]/(c[1]+c[2]) }' "$tmp/c.out"
-		ip netns exec "$ns" "$tmp/tun.test" -test.run '^$' -test.bench "^BenchmarkTap\$/^threads=$threads\$/^flag=off\$" \
+		ip netns exec "$ns" "$tmp/tun.test" -test.run '^$' -test.bench "^BenchmarkTap\$/^threads=$threads\$/^side=A\$" \
 			-test.benchtime "${secs}s" >"$tmp/go.out"
 		awk -v r="$round" -v t="$threads" '
 			/^BenchmarkTap\// { for (i = 2; i <= NF; i++) v[$i] = $(i-1) }
