@@ -39,6 +39,8 @@ type suiteRun struct {
 	bench, benchtime, shuffle string
 	list                      string
 	failfast, short           bool
+	// cost is the cost pass (run --cost).
+	cost costFlags
 	// round is the round of a soak (run -count N) that exec runs, from
 	// 1: its runs carry it, and the reports wait for every round.
 	round int
@@ -171,6 +173,11 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 			return nil, err
 		}
 		r.Round = s.round
+		if s.cost.on && ctx.Err() == nil {
+			if err := s.costPass(ctx, k, init, bins, r, human); err != nil {
+				return nil, err
+			}
+		}
 		runs = append(runs, r)
 		if s.json {
 			if err := results.WriteJSON(os.Stdout, []*results.Run{r}); err != nil {
@@ -186,6 +193,7 @@ func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.R
 	}
 	results.WriteSummary(human, runs)
 	results.WriteVerdicts(human, runs)
+	results.WriteCosts(human, runs)
 	if s.round > 0 {
 		return runs, nil
 	}
@@ -202,7 +210,11 @@ func cmdRun(args []string) (int, error) {
 	var s suiteRun
 	s.register(fs)
 	count := fs.Int("count", 1, "rounds per kernel, each on fresh boots; more than 1 is a soak (docs/verdicts.md)")
+	s.cost.register(fs)
 	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if err := s.cost.check(); err != nil {
 		return 0, err
 	}
 	if err := s.v.check(); err != nil {
@@ -229,7 +241,7 @@ func cmdRun(args []string) (int, error) {
 		if ctx.Err() != nil {
 			return exitInfra, ctx.Err()
 		}
-		return runExit(runs), nil
+		return max(runExit(runs), costExit(runs)), nil
 	}
 	// A soak's reports hold every round, each named apart, written once
 	// with the rounds that finished.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/host/cost"
 	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 )
 
@@ -132,6 +133,9 @@ type Run struct {
 	// packages in JSON; Ended is when Finish was called.
 	Name  string
 	Ended time.Time
+	// Costs are the cost rows measured on the kernel (run --cost): their
+	// own column, never a verdict.
+	Costs []cost.Row
 	// Round is the run's round in a soak (run -count N), from 1; 0 when
 	// the kernel runs once. Reports name a round's tests apart (label).
 	Round   int
@@ -341,6 +345,20 @@ func (r *Run) hasChildren(t *Test) bool {
 // Failed reports whether anything in the run failed.
 func (r *Run) Failed() bool {
 	return r.Counts().Fail > 0
+}
+
+// BenchmarkSamples returns the run's benchmark results, parsed, each with
+// its package's short name ("suites/tun"), in the order they came.
+func (r *Run) BenchmarkSamples() []cost.Sample {
+	var out []cost.Sample
+	for _, t := range r.Tests {
+		for _, l := range t.Output {
+			if s, ok := cost.ParseLine(ShortPackage(t.Package), l); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // BenchmarkLines returns the benchmark result lines the run's binaries

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/host/cost"
 )
 
 // WriteSummary writes, per kernel, its tally line and the output of every
@@ -225,3 +226,10 @@ func WriteVerdictsMarkdown(w io.Writer, runs []*Run) {
 // NoVM reports whether a run on accel booted nothing: the host's runs
 // have accelerator "none".
 func NoVM(accel string) bool { return accel == "" || accel == "none" }
+
+// WriteCosts writes each kernel's cost rows (run --cost) as a table.
+func WriteCosts(w io.Writer, runs []*Run) {
+	for _, r := range runs {
+		cost.WriteTable(w, "cost on "+r.Kernel, r.Costs)
+	}
+}
