@@ -100,3 +100,22 @@ func WriteMarkdown(w io.Writer, rows []Row) {
 	fmt.Fprintf(w, "\nMethod: %s. Sides: %s. The judged measure (bold) is the claim's own on KVM and the host, "+
 		"under TCG the one with the smallest A/A floor.\n", strings.Join(methods, "; "), strings.Join(sides, "; "))
 }
+
+// ID names r as a test: its seed and its row, every run of anything but
+// letters and digits made one _ ("000-tun/tap_1_sending_thread_received").
+func (r Row) ID() string {
+	var b strings.Builder
+	sep := false
+	for _, c := range strings.ToLower(r.Row) {
+		if ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') {
+			if sep && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(c)
+			sep = false
+			continue
+		}
+		sep = true
+	}
+	return string(r.Seed) + "/" + b.String()
+}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/host/cost"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
@@ -217,6 +218,19 @@ func kernelTests(s results.Snapshot, build, origin string, seeds []feature.Seed,
 		put(t.Misc, "test", m.Test)
 		out = append(out, t)
 	}
+	for _, c := range s.Costs {
+		seed, row, _ := strings.Cut(c.ID(), "/")
+		t := newTest(Root+".cost."+element(seed)+"."+element(row), costStatus(c.Judgment))
+		t.Comment = c.Line()
+		m := c.JudgedMeasure()
+		t.Misc = map[string]any{"judgment": string(c.Judgment), "method": c.Method, "unit": m.Unit,
+			"claim_pct": m.Claim, "says": c.Says}
+		if m.Err == "" {
+			t.Misc["change_pct"], t.Misc["ci95_pct"] = m.Change.Pct, []float64{m.Change.Lo, m.Change.Hi}
+			t.Misc["aa_floor_pct"], t.Misc["rounds"] = m.Floor(), m.Change.Rounds
+		}
+		out = append(out, t)
+	}
 	if s.Err != "" {
 		t := newTest(Root+".run", Error)
 		t.Comment, t.LogExcerpt = "the run could not finish", excerpt(s.Err)
@@ -275,6 +289,21 @@ func verdictStatus(v results.Verdict) string {
 		return Done
 	}
 	return Pass
+}
+
+// costStatus is a cost row's status: PASS within its claim, FAIL where it
+// REGRESSED, DONE where it is noisy (measured, not judged) and ERROR where
+// no measure could be made.
+func costStatus(j cost.Judgment) string {
+	switch j {
+	case cost.Within:
+		return Pass
+	case cost.Regressed:
+		return Fail
+	case cost.Noisy:
+		return Done
+	}
+	return Error
 }
 
 // testStatus is a test's status. An expected failure (XFAIL: a known

@@ -52,3 +52,11 @@ func boot(accel string, d time.Duration) string {
 	}
 	return dur(d)
 }
+
+// pctText formats a change in percent with its sign: "+1.2 %".
+func pctText(v float64) string {
+	if v >= 0 {
+		return "+" + strconv.FormatFloat(v, 'f', 1, 64) + " %"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " %"
+}

@@ -13,7 +13,7 @@ import (
 var pageHTML string
 
 var pageTmpl = template.Must(template.New("page").
-	Funcs(template.FuncMap{"dur": dur, "ranOn": ranOn, "boot": boot}).
+	Funcs(template.FuncMap{"dur": dur, "ranOn": ranOn, "boot": boot, "pct": pctText, "jclass": judgmentClass}).
 	Parse(pageHTML))
 
 // WriteHTML writes the report as one HTML page that needs nothing else:
@@ -24,8 +24,9 @@ func WriteHTML(w io.Writer, snaps []results.Snapshot) error {
 	data := struct {
 		view
 		SVG     []svgChart
+		Cost    []costChart
 		Metrics []struct{ Unit, Title string }
-	}{view: v, Metrics: metrics}
+	}{view: v, Metrics: metrics, Cost: costCharts(v.Kernels)}
 	for i, c := range v.Charts {
 		data.SVG = append(data.SVG, layout(i, c, v.Kernels))
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/xmitcheck/xmitcheck/internal/host/cost"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
@@ -19,11 +20,24 @@ func WriteMarkdown(w io.Writer, snaps []results.Snapshot) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "## xmitcheck: %d kernels\n\n", len(v.Kernels))
 	writeVerdicts(&b, v)
+	writeCosts(&b, v)
 	writeKernels(&b, v)
 	writeTests(&b, v)
 	writeBenchmarks(&b, v)
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeCosts writes each kernel's cost rows, if any.
+func writeCosts(b *bytes.Buffer, v view) {
+	for _, k := range v.Kernels {
+		if len(k.Costs) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "### Cost on %s\n\n", mdText(k.Kernel))
+		cost.WriteMarkdown(b, k.Costs)
+		b.WriteString("\n")
+	}
 }
 
 func writeVerdicts(b *bytes.Buffer, v view) {

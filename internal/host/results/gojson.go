@@ -28,6 +28,7 @@ func WriteJSON(w io.Writer, runs []*Run) error {
 			j.pkg(p)
 		}
 		j.verdicts()
+		j.costs()
 		if j.err != nil {
 			return j.err
 		}

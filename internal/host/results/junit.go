@@ -99,6 +99,11 @@ func WriteJUnit(w io.Writer, runs []*Run) error {
 		s := junitVerdicts(r)
 		s.Properties, s.Hostname = append(slices.Clone(props), s.Properties...), host
 		out.add(s)
+		if len(r.Costs) > 0 {
+			s := junitCosts(r)
+			s.Properties, s.Hostname = append(slices.Clone(props), s.Properties...), host
+			out.add(s)
+		}
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

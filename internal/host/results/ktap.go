@@ -22,16 +22,22 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 		if verdicts {
 			n++
 		}
+		if len(r.Costs) > 0 {
+			n++
+		}
 		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", ind, ind, ktapName(r.title()), ind, n)
 		diag(bw, ind, r.Notes)
 		for j, p := range pkgs {
 			writeNode(bw, ind, j+1, p)
 		}
 		if verdicts {
-			writeVerdicts(bw, ind, n, r)
+			writeVerdicts(bw, ind, len(pkgs)+1, r)
+		}
+		if len(r.Costs) > 0 {
+			writeCostsKTAP(bw, ind, n, r)
 		}
 		st := Pass
-		if r.Failed() || r.Mismatched() {
+		if r.Failed() || r.Mismatched() || r.CostRegressed() {
 			st = Fail
 		}
 		if r.Err != nil {

@@ -1,6 +1,10 @@
 package results
 
-import "time"
+import (
+	"time"
+
+	"github.com/xmitcheck/xmitcheck/internal/host/cost"
+)
 
 // Snapshot is one kernel's run as a file holds it (the matrix's
 // results.json, read by the report): what the run's writers need, without
@@ -22,6 +26,8 @@ type Snapshot struct {
 	Tests        []SnapshotTest `json:",omitempty"`
 	// Benchmarks are the benchmark result lines, go test's format.
 	Benchmarks []string `json:",omitempty"`
+	// Costs are the cost rows measured on the kernel (run --cost).
+	Costs []cost.Row `json:",omitempty"`
 }
 
 // SnapshotTest is one leaf test: its status, duration, and why it failed,
@@ -41,7 +47,7 @@ func (r *Run) Snapshot() Snapshot {
 	s := Snapshot{
 		Kernel: r.Kernel, Accel: r.Accel, BootToFirstTest: r.BootToFirstTest, Total: r.Total,
 		ExpectSource: r.ExpectSource, Verdicts: r.Verdicts, Misses: r.Misses, Notes: r.Notes,
-		Benchmarks: r.BenchmarkLines(),
+		Benchmarks: r.BenchmarkLines(), Costs: r.Costs,
 	}
 	if r.Err != nil {
 		s.Err = r.Err.Error()

@@ -1,0 +1,127 @@
+package report
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/host/cost"
+)
+
+// costChart is one kernel's cost rows of one seed as a forest plot: a lane
+// per row, the change of B against A as a point on its 95 % interval, the
+// claim as a diamond, the line a regression crosses (the claim moved by the
+// A/A floor) dashed, and the floor itself as a band around 0.
+type costChart struct {
+	ID, Title string
+	W, H      float64
+	// The plot spans X0..X1; ZeroX is 0 %.
+	X0, X1, ZeroX, Top, Base float64
+	Ticks                    []costTick
+	Lanes                    []costLane
+}
+
+type costTick struct {
+	X     float64
+	Label string
+}
+
+type costLane struct {
+	Y, LabelY              float64
+	Label, Judgment, Class string
+	Tip                    string
+	// Measured is false where no change could be made (the lane says why).
+	Measured                      bool
+	LoX, HiX, PX, ClaimX, LineX   float64
+	FloorX0, FloorW, BandY, BandH float64
+}
+
+// The forest plot's layout, in CSS pixels.
+const (
+	costLabelW = 330.0
+	costPlotW  = 360.0
+	costLaneH  = 30.0
+	costTop    = 8.0
+	costBottom = 28.0
+	costRight  = 110.0
+)
+
+// costCharts lays out a chart per kernel and seed with cost rows.
+func costCharts(ks []kernel) []costChart {
+	var out []costChart
+	for _, k := range ks {
+		var seeds []feature.Seed
+		bySeed := map[feature.Seed][]cost.Row{}
+		for _, r := range k.Costs {
+			if _, ok := bySeed[r.Seed]; !ok {
+				seeds = append(seeds, r.Seed)
+			}
+			bySeed[r.Seed] = append(bySeed[r.Seed], r)
+		}
+		for _, s := range seeds {
+			out = append(out, costLayout(len(out), k.Short+": "+string(s), bySeed[s]))
+		}
+	}
+	return out
+}
+
+func costLayout(i int, title string, rows []cost.Row) costChart {
+	c := costChart{ID: fmt.Sprintf("cost-%d", i+1), Title: title, X0: costLabelW, X1: costLabelW + costPlotW,
+		Top: costTop}
+	c.Base = costTop + float64(len(rows))*costLaneH
+	c.W, c.H = c.X1+costRight, c.Base+costBottom
+	// The scale takes in every interval, claim, line and floor, and 0.
+	lo, hi := 0.0, 0.0
+	for _, r := range rows {
+		m := r.JudgedMeasure()
+		if m.Err != "" {
+			continue
+		}
+		f := m.Floor()
+		for _, v := range []float64{m.Change.Lo, m.Change.Hi, m.Claim, m.Claim - f, m.Claim + f, f, -f} {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	lo, hi = math.Max(-niceCeil(-lo+1e-9), -100), niceCeil(hi+1e-9)
+	x := func(v float64) float64 {
+		return round1(c.X0 + (math.Max(math.Min(v, hi), lo)-lo)/(hi-lo)*costPlotW)
+	}
+	c.ZeroX = x(0)
+	for t := range 5 {
+		v := lo + (hi-lo)*float64(t)/4
+		c.Ticks = append(c.Ticks, costTick{X: x(v), Label: fmt.Sprintf("%+.0f %%", v)})
+	}
+	for n, r := range rows {
+		m := r.JudgedMeasure()
+		y := costTop + (float64(n)+0.5)*costLaneH
+		l := costLane{Y: round1(y), LabelY: round1(y), Label: fmt.Sprintf("%s (%s)", r.Row, m.Unit),
+			Judgment: string(r.Judgment), Class: "j-" + judgmentClass(r.Judgment), Tip: r.Line()}
+		if m.Err == "" {
+			f := m.Floor()
+			line := m.Claim - f
+			if m.Better == cost.Lower {
+				line = m.Claim + f
+			}
+			l.Measured = true
+			l.LoX, l.HiX, l.PX = x(m.Change.Lo), x(m.Change.Hi), x(m.Change.Pct)
+			l.ClaimX, l.LineX = x(m.Claim), x(line)
+			l.FloorX0, l.FloorW = x(-f), round1(x(f)-x(-f))
+			l.BandY, l.BandH = round1(y-costLaneH/2+3), costLaneH-6
+		}
+		c.Lanes = append(c.Lanes, l)
+	}
+	return c
+}
+
+// judgmentClass is the CSS class suffix of a judgment.
+func judgmentClass(j cost.Judgment) string {
+	switch j {
+	case cost.Within:
+		return "within"
+	case cost.Regressed:
+		return "regressed"
+	case cost.Noisy:
+		return "noisy"
+	}
+	return "error"
+}
