@@ -11,3 +11,14 @@ const (
 	SideA2 = "side=A2"
 	SideB  = "side=B"
 )
+
+// SideOrders are the six orders of the three sides; round k runs
+// SideOrders[k%6], so that every side takes every place equally often.
+var SideOrders = [6][3]string{
+	{SideA, SideB, SideA2},
+	{SideB, SideA, SideA2},
+	{SideA, SideA2, SideB},
+	{SideA2, SideB, SideA},
+	{SideB, SideA2, SideA},
+	{SideA2, SideA, SideB},
+}

@@ -14,16 +14,6 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 )
 
-// orders are the six orders of the three sides; round k runs orders[k%6].
-var orders = [6][3]string{
-	{feature.SideA, feature.SideB, feature.SideA2},
-	{feature.SideB, feature.SideA, feature.SideA2},
-	{feature.SideA, feature.SideA2, feature.SideB},
-	{feature.SideA2, feature.SideB, feature.SideA},
-	{feature.SideB, feature.SideA2, feature.SideA},
-	{feature.SideA2, feature.SideA, feature.SideB},
-}
-
 var (
 	mu sync.Mutex
 	// started counts the rounds each benchmark (by full name) began.
@@ -50,5 +40,5 @@ func Order(name string) [3]string {
 	defer mu.Unlock()
 	k := started[name]
 	started[name]++
-	return orders[k%len(orders)]
+	return feature.SideOrders[k%len(feature.SideOrders)]
 }
