@@ -14,14 +14,20 @@ import (
 
 	"golang.org/x/perf/benchstat"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/host/cost"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
 // cmdCompare is the pre-merge check: the same suites on a base and a
 // patched kernel, first the verdicts side by side and what changed, then
-// the benchmarks, interleaved base, patched, base, patched… so drift hits
-// both alike, compared with benchstat.
+// the benchmarks in interleaved rounds, each a boot of the base, of the
+// patched kernel and of the base again (the A/A floor) in an order that
+// changes from round to round, so drift hits both alike; compared with
+// benchstat, and judged (internal/host/cost): the seeds' claims made
+// across kernels and, with --max-regression, every measure whose better
+// way is known.
 func cmdCompare(args []string) (int, error) {
 	fs := newFlags("compare", "--base KERNEL --patched KERNEL [flags] [PKG...]",
 		"Pre-merge check: the verdicts of both kernels side by side,\n"+
@@ -32,7 +38,10 @@ func cmdCompare(args []string) (int, error) {
 	patched := fs.String("patched", "", "the kernel with the change")
 	expectBase := fs.String("expect-base", "", "what the base kernel must show (as --expect)")
 	expectPatched := fs.String("expect-patched", "", "what the patched kernel must show (as --expect)")
-	count := fs.Int("count", 5, "interleaved rounds of benchmarks (one boot of each kernel per round)")
+	count := fs.Int("count", 6, "interleaved rounds of benchmarks (a boot of the base, the patched kernel and the base again each)")
+	maxRegression := fs.Float64("max-regression", 0,
+		"exit 1 when a benchmark measure is worse on the patched kernel by more than this many percent, "+
+			"beyond the A/A floor (0: judge only the seeds' claims)")
 	markdown := fs.String("markdown", "", "also write the comparison as Markdown (a mailing-list reply) to this file")
 	jsonFile := fs.String("json-file", "", "also write the comparison as JSON to this file")
 	if err := parse(fs, args); err != nil {
@@ -44,8 +53,11 @@ func cmdCompare(args []string) (int, error) {
 	if len(s.v.kernels) > 0 {
 		return 0, usagef("compare: the kernels are --base and --patched, not --kernel")
 	}
-	if *count < 1 {
-		return 0, usagef("compare: -count must be at least 1")
+	if *count < 3 {
+		return 0, usagef("compare: -count must be at least 3: an interval needs 3 rounds")
+	}
+	if *maxRegression < 0 {
+		return 0, usagef("compare: --max-regression %g: give a percentage above 0", *maxRegression)
 	}
 	s.v.kernels = listFlag{*base, *patched}
 	s.v.expectFor = map[string]string{*base: *expectBase, *patched: *expectPatched}
@@ -94,11 +106,14 @@ func cmdCompare(args []string) (int, error) {
 			return 0, err
 		}
 		col := &benchstat.Collection{Alpha: 0.05, DeltaTest: benchstat.UTest}
-		col.AddConfig(c.Base, out[0])
-		col.AddConfig(c.Patched, out[1])
+		col.AddConfig(c.Base, out.lines[0])
+		col.AddConfig(c.Patched, out.lines[1])
 		c.Tables = col.Tables()
 		c.Benchmarks = rows(c.Tables)
 		benchstat.FormatText(os.Stdout, c.Tables)
+		c.Costs = cost.Across(out.samples[0], out.samples[2], out.samples[1], out.accel, *maxRegression)
+		fmt.Println()
+		cost.WriteTable(os.Stdout, "judged (base, base again, patched)", c.Costs)
 	}
 	if *markdown != "" {
 		if err := writeTo(*markdown, func(w io.Writer) error { return writeMarkdown(w, c, runs) }); err != nil {
@@ -114,7 +129,14 @@ func cmdCompare(args []string) (int, error) {
 			return 0, err
 		}
 	}
-	return runExit(runs), nil
+	code := runExit(runs)
+	for _, r := range c.Costs {
+		if r.Judgment == cost.Regressed {
+			fmt.Printf("REGRESSED: %s %s\n", r.Package, r.Line())
+			code = max(code, exitFail)
+		}
+	}
+	return code, nil
 }
 
 // comparison is what compare found, as its JSON file holds it.
@@ -125,6 +147,7 @@ type comparison struct {
 	Seeds             []results.VerdictChange
 	Tests             []results.TestChange
 	Benchmarks        []benchRow         `json:",omitempty"`
+	Costs             []cost.Row         `json:",omitempty"`
 	Tables            []*benchstat.Table `json:"-"`
 }
 
@@ -158,37 +181,55 @@ func rows(tables []*benchstat.Table) []benchRow {
 	return out
 }
 
-// benchRounds runs the benchmarks count times on each kernel, alternating,
-// and returns each kernel's benchmark lines (go test's format).
-func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, count int) ([][]byte, error) {
+// benchOut is what the rounds of compare's benchmarks gave: per side (0
+// base, 1 patched, 2 the base again) the benchmark lines (go test's
+// format) and the parsed samples, in round order; and how the guests ran.
+type benchOut struct {
+	lines   [3][]byte
+	samples [3][]cost.Sample
+	accel   string
+}
+
+// benchRounds runs the benchmarks in count rounds, each a boot of the base
+// (twice) and of the patched kernel, in the round's order of the sides
+// (feature.SideOrders).
+func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, count int) (*benchOut, error) {
 	bins, init, cleanup, err := s.binaries(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	out := make([][]byte, len(ks))
+	var out benchOut
 	// Benchmarks are timed: one VM, no other guest beside it.
 	v := s.v
 	v.vms = 1
-	for round := 1; round <= count; round++ {
-		for i, k := range ks {
+	side := map[string]int{feature.SideA: 0, feature.SideB: 1, feature.SideA2: 2}
+	names := [3]string{"base", "patched", "base again"}
+	for round := range count {
+		for _, sd := range feature.SideOrders[round%len(feature.SideOrders)] {
+			i, k := side[sd], ks[0]
+			if sd == feature.SideB {
+				k = ks[1]
+			}
 			start := time.Now()
 			r, err := runOne(ctx, &v, k, v.newBackend(k, init), bins, false, io.Discard)
 			if err != nil {
 				return nil, err
 			}
 			if r.Err != nil || r.Failed() {
-				return nil, fmt.Errorf("benchmarks on %s, round %d: %v", k.Label(), round, firstProblem(r))
+				return nil, fmt.Errorf("benchmarks on %s (%s), round %d: %v", k.Label(), names[i], round+1, firstProblem(r))
 			}
 			lines := r.BenchmarkLines()
-			fmt.Fprintf(os.Stderr, "xmitcheck: round %d/%d on %s: %d benchmark results in %v\n",
-				round, count, k.Label(), len(lines), time.Since(start).Round(time.Second))
+			fmt.Fprintf(os.Stderr, "xmitcheck: round %d/%d, %s %s: %d benchmark results in %v\n",
+				round+1, count, names[i], k.Label(), len(lines), time.Since(start).Round(time.Second))
 			for _, l := range lines {
-				out[i] = append(append(out[i], l...), '\n')
+				out.lines[i] = append(append(out.lines[i], l...), '\n')
 			}
+			out.samples[i] = append(out.samples[i], r.BenchmarkSamples()...)
+			out.accel = r.Accel
 		}
 	}
-	return out, nil
+	return &out, nil
 }
 
 // firstProblem says why a benchmark run is no good.
@@ -232,6 +273,11 @@ func writeMarkdown(w io.Writer, c comparison, runs []*results.Run) error {
 		for _, t := range c.Tests {
 			fmt.Fprintf(w, "- `%s`: %s → %s\n", t.Test, t.Base, t.Patched)
 		}
+	}
+	if len(c.Costs) > 0 {
+		fmt.Fprintln(w, "\nJudged, base against patched with the base booted twice for the A/A floor:")
+		fmt.Fprintln(w)
+		cost.WriteMarkdown(w, c.Costs)
 	}
 	for _, t := range c.Tables {
 		fmt.Fprintf(w, "\n| %s | base | patched | Δ | |\n| --- | ---: | ---: | ---: | --- |\n", t.Metric)
