@@ -48,7 +48,11 @@ func cmdMatrix(args []string) (int, error) {
 	out := fs.String("out", "xmitcheck-matrix", "output folder (replaced)")
 	check := fs.Bool("check", false, "exit 1 when a verdict differs from its expectation")
 	jobs := fs.Int("j", 0, "kernels at once (0: one per core, as far as memory allows)")
+	s.cost.register(fs)
 	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if err := s.cost.check(); err != nil {
 		return 0, err
 	}
 	if len(s.v.kernels) == 0 {
@@ -91,9 +95,18 @@ func cmdMatrix(args []string) (int, error) {
 	for _, h := range human {
 		os.Stdout.Write(h.Bytes())
 	}
+	// Cost passes are timed: one kernel at a time, nothing beside it.
+	for i, k := range ks {
+		if s.cost.on && ctx.Err() == nil {
+			if err := s.costPass(ctx, k, init, bins, runs[i], os.Stdout); err != nil {
+				return 0, err
+			}
+		}
+	}
 	var table bytes.Buffer
 	results.WriteSummary(&table, runs)
 	results.WriteVerdicts(&table, runs)
+	results.WriteCosts(&table, runs)
 	fmt.Fprintf(&table, "wall time %v: kernels ready in %v, then %d kernels %d at once\n",
 		time.Since(start).Round(time.Second), fetched.Round(time.Second), len(ks), *jobs)
 	os.Stdout.Write(table.Bytes())
@@ -102,7 +115,7 @@ func cmdMatrix(args []string) (int, error) {
 	}
 	fmt.Printf("matrix: %s (results.json, per kernel .ktap .junit.xml .json; xmitcheck report %[1]s)\n", *out)
 
-	code := runExit(runs)
+	code := max(runExit(runs), costExit(runs))
 	if !*check && code == exitFail {
 		code = exitOK
 	}
