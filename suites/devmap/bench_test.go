@@ -26,8 +26,7 @@ import (
 // to a0 and are counted by the sink on a0p. Metrics: tx-pps (frames
 // redirected per second), rx-pps (received at the sink), lost/s
 // (redirected but not received: dropped in flush or in veth), and what
-// each frame redirected cost the guest's CPUs (cpu-ns/frame;
-// instructions/frame where the vCPU has a PMU).
+// each frame redirected cost the guest (cpumeter.Usage.Report).
 func BenchmarkRedirect(b *testing.B) {
 	rounds.Run(b, func(b *testing.B) { benchRedirect(b, false) }, func(b *testing.B) { benchRedirect(b, true) })
 }
@@ -69,8 +68,5 @@ func benchRedirect(b *testing.B, withProg bool) {
 	b.ReportMetric(float64(sent)/elapsed, "tx-pps")
 	b.ReportMetric(float64(received)/elapsed, "rx-pps")
 	b.ReportMetric(float64(sent-received)/elapsed, "lost/s")
-	b.ReportMetric(float64(cpu.Busy.Nanoseconds())/float64(sent), "cpu-ns/frame")
-	if cpu.HasInstructions {
-		b.ReportMetric(float64(cpu.Instructions)/float64(sent), "instructions/frame")
-	}
+	cpu.Report(b, sent)
 }

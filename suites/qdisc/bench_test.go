@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/cpumeter"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
@@ -165,7 +166,7 @@ func (p *softirqProbes) read(b *testing.B) softirqReading {
 		}
 		v.deferred = c.Locked.Candidates + c.Wake.Candidates
 	}
-	runs, err := netTxRuns()
+	runs, err := cpumeter.NetTxRuns()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,9 +32,9 @@ import (
 // qdisc drops per second, also apart as tun_lost/s and qdisc_lost/s, which
 // includes QDISC_BURST_DROP before the qdisc), the last two over the time
 // from the first send until every frame was read or counted as dropped;
-// and what each frame read cost the guest's CPUs over that time,
-// cpu-ns/frame and, where the vCPU has a PMU, instructions/frame
-// (internal/guest/cpumeter). The senders (traffic.Sender: 64 frames per
+// and what each frame read cost the guest over that time (cpu-ns/frame,
+// nettx/frame, instructions/frame where the vCPU has a PMU:
+// cpumeter.Usage.Report). The senders (traffic.Sender: 64 frames per
 // sendmmsg) never block, so with the flag the losses move from tun to the
 // qdisc rather than vanish. The reader busy-polls the tap
 // (traffic.Reader.ReadToEnd), from a file out of the runtime's poller
@@ -218,20 +218,9 @@ func (run benchRun) report(b *testing.B, l counters.Accounting, qdisc string) {
 	b.ReportMetric(float64(l.DeviceDrops)/secs, "tun_lost/s")
 	b.ReportMetric(float64(qdiscLost)/secs, "qdisc_lost/s")
 	b.ReportMetric(float64(run.total)/run.proc.Seconds(), "tx/cpu_s")
-	reportCPU(b, run.cpu, l.Received)
+	run.cpu.Report(b, l.Received)
 	b.Logf("qdisc %s, %d sent in %v, %d read, %d dropped by tun, %d by the qdisc in %v; %v of CPU",
 		qdisc, run.total, run.sending, l.Received, l.DeviceDrops, qdiscLost, run.elapsed, run.cpu.Busy)
-}
-
-// reportCPU reports what each frame read cost the guest's CPUs.
-func reportCPU(b *testing.B, u cpumeter.Usage, frames uint64) {
-	if frames == 0 {
-		return
-	}
-	b.ReportMetric(float64(u.Busy.Nanoseconds())/float64(frames), "cpu-ns/frame")
-	if u.HasInstructions {
-		b.ReportMetric(float64(u.Instructions)/float64(frames), "instructions/frame")
-	}
 }
 
 // cpuTime is the CPU time (user and system) of the whole process so far.

@@ -172,9 +172,9 @@ func TestRace(t *testing.T) {
 // default qdisc: side A, twice a round for the A/A floor) against the flag
 // with fq_codel (side B), in interleaved rounds (internal/guest/rounds: go
 // test -count N is N rounds), and what each frame received cost the
-// guest's CPUs (cpu-ns/frame; instructions/frame where the vCPU has a
-// PMU). b.N frames per sender; the clock runs from the first send until
-// the guest has drained the tap. The senders never block
+// guest (cpumeter.Usage.Report). b.N frames per sender; the clock runs
+// from the first send until the guest has drained the tap. The senders
+// never block
 // (traffic.NewSender forces a send buffer no qdisc here can fill), so with
 // the flag a guest slower than the senders shows up as fq_codel drops
 // (limit 10240) rather than as a throttled sender.
@@ -207,12 +207,7 @@ func benchRX(b *testing.B, s setup, senders int) {
 	b.ReportMetric(float64(a.DeviceDrops+a.QdiscDrops+a.Uncounted)/sec, "lost/s")
 	b.ReportMetric(float64(a.DeviceDrops)/sec, "tun_drops/s")
 	b.ReportMetric(float64(a.QdiscDrops+a.Uncounted)/sec, "qdisc_drops/s")
-	if a.Received > 0 {
-		b.ReportMetric(float64(cpu.Busy.Nanoseconds())/float64(a.Received), "cpu-ns/frame")
-		if cpu.HasInstructions {
-			b.ReportMetric(float64(cpu.Instructions)/float64(a.Received), "instructions/frame")
-		}
-	}
+	cpu.Report(b, a.Received)
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%v: %v (%d burst drops before the qdisc) in %v, %v of CPU",
 		s, a, res.burst, res.took.Round(time.Millisecond), cpu.Busy)

@@ -21,7 +21,8 @@ const userHZ = 100
 
 // Meter is a measurement under way.
 type Meter struct {
-	busy0 time.Duration
+	busy0  time.Duration
+	netTx0 uint64
 	// counters are one instructions counter per CPU; nil without a PMU.
 	counters []int
 	noPMU    string
@@ -32,7 +33,10 @@ func Start() (*Meter, error) {
 	m := &Meter{}
 	m.openCounters()
 	var err error
-	if m.busy0, err = busy(); err != nil {
+	if m.busy0, err = busy(); err == nil {
+		m.netTx0, err = NetTxRuns()
+	}
+	if err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -60,7 +64,11 @@ func (m *Meter) Stop() (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	u.Busy = b - m.busy0
+	n, err := NetTxRuns()
+	if err != nil {
+		return Usage{}, err
+	}
+	u.Busy, u.NetTx = b-m.busy0, n-m.netTx0
 	return u, nil
 }
 

@@ -1,4 +1,4 @@
-package qdisc
+package cpumeter
 
 import (
 	"bufio"
@@ -8,10 +8,9 @@ import (
 	"strings"
 )
 
-// netTxRuns returns the NET_TX line of /proc/softirqs summed over CPUs: how
-// many times net_tx_action() ran, the fallback (and companion) figure to
-// the raises counted by BPF.
-func netTxRuns() (uint64, error) {
+// NetTxRuns returns the NET_TX line of /proc/softirqs summed over CPUs: how
+// many times net_tx_action() ran.
+func NetTxRuns() (uint64, error) {
 	f, err := os.Open("/proc/softirqs")
 	if err != nil {
 		return 0, fmt.Errorf("read NET_TX runs: %w (is /proc mounted?)", err)
