@@ -87,8 +87,31 @@ func (s *suiteRun) costPass(ctx context.Context, k *kernels.Kernel, init string,
 		}
 	}
 	r.Costs = cost.InBoot(cr.BenchmarkSamples(), cr.Accel)
+	for i, c := range r.Costs {
+		if c.Judgment == cost.Unmeasured {
+			r.Costs[i].Why += sideReasons(cr, c)
+		}
+	}
 	fmt.Fprintf(human, "xmitcheck: cost pass on %s: %d rows in %v\n", k.Label(), len(r.Costs), time.Since(start).Round(time.Second))
 	return nil
+}
+
+// sideReasons says why the sides of c that did not end with a result
+// skipped or failed, as their tests said.
+func sideReasons(cr *results.Run, c cost.Row) string {
+	var out []string
+	for _, t := range cr.Tests {
+		if results.ShortPackage(t.Package) != c.Package || !strings.HasPrefix(t.Name, c.Bench+"/side=") {
+			continue
+		}
+		if t.Status == results.Skip || t.Status == results.Fail {
+			out = append(out, fmt.Sprintf("%s %s: %s", t.Name, t.Status, t.Reason()))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
 }
 
 // costExit is exitFail when a cost row regressed.

@@ -57,6 +57,11 @@ func WriteTable(w io.Writer, title string, rows []Row) {
 			fmt.Fprintf(w, "  method: %s\n", r.Method)
 		}
 	}
+	for _, r := range rows {
+		if r.Judgment == Unmeasured {
+			fmt.Fprintf(w, "  %s %s: %s\n", r.Seed, r.Row, r.Why)
+		}
+	}
 }
 
 // WriteMarkdown writes rows as a Markdown table: the claim as its source
