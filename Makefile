@@ -108,7 +108,7 @@ bisect-demo: build
 
 # Build, boot and suite times, and where the suites' time goes, written
 # into docs/speed.md (scripts/bench.sh; BENCH_TREE=DIR adds a kernel build
-# of DIR, BENCH_MATRIX=1 the default matrix).
+# of DIR, BENCH_MATRIX=1 the default matrix, BENCH_COST=1 the cost pass).
 bench: DEPS = vm vng
 bench: deps build
 	KERNEL=$(KERNEL) ./scripts/bench.sh

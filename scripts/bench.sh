@@ -8,7 +8,8 @@
 # rebuild, and a bisect step: that rebuild, then ./suites/qdisc on it;
 # then a bad one: a one-file rebuild that breaks seed 003, and the same.
 # With BENCH_MATRIX=1 it times the default matrix (every catalog kernel
-# and the host, fetched first, untimed).
+# and the host, fetched first, untimed); with BENCH_COST=1 the cost pass
+# on KERNEL (run --cost alone, docs/cost.md), with the table it printed.
 #   scripts/bench.sh [OUT]     (make bench; KERNEL=debian:7.3 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -121,6 +122,24 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 		rebuild=$took
 		qdisc bad
 		echo "    bad bisect step (one-file build + ./suites/qdisc, seed 003 broken): $(( rebuild + took )) s"
+	fi
+	if [ -n "${BENCH_COST:-}" ]; then
+		echo
+		echo "## The cost pass"
+		echo
+		echo "\`$x run --kernel $kernel -run '^\$' --cost ./suites/...\` (the cost benchmarks alone, default rounds"
+		echo "and frames; load at the start $(load)): the pass's own line, the table, and the whole command's"
+		echo "wall-clock time. Its figures are this machine's (docs/cost.md), no kernel's."
+		echo
+		echo '```'
+		start=$(date +%s)
+		rc=0
+		"$x" run --kernel "$kernel" -run '^$' --cost ./suites/... >"$tmp/cost.out" 2>"$tmp/cost.err" || rc=$?
+		took=$(( $(date +%s) - start ))
+		grep -E '^xmitcheck: cost pass on .* rows in ' "$tmp/cost.out" | sed 's/^xmitcheck: //' || true
+		sed -n '/^cost on /,$p' "$tmp/cost.out"
+		echo "wall: $took s (exit $rc; a run with -run '^\$' judges no seed, so the verdicts make it 1)"
+		echo '```'
 	fi
 	if [ -n "${BENCH_MATRIX:-}" ]; then
 		"$x" kernels fetch $("$x" matrix -h 2>&1 | sed -n 's/.*(default: \(debian:[^)]*\) host).*/\1/p') \

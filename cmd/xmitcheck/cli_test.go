@@ -80,6 +80,14 @@ func TestBadInputOneLine(t *testing.T) {
 		{"NoGo", []string{"PATH=/nonexistent"}, []string{"suites", "build", "-o", "bins"}, "go not found"},
 		{"NotACheckout", nil, []string{"suites", "build", "-o", "bins", "-C", "/"}, "-C /: no go.mod there or above"},
 		{"SuitesNoOut", nil, []string{"suites", "build"}, "suites build: give -o DIR"},
+		{"CostRounds", nil, []string{"run", "--cost", "--rounds", "2"}, "--rounds 2: an interval needs 3 rounds"},
+		{"CostBenchtime", nil, []string{"run", "--cost", "--cost-benchtime", "1s"},
+			`--cost-benchtime "1s": give a count of frames`},
+		{"CompareCount", nil, []string{"compare", "--base", "debian:7.2", "--patched", "debian:7.3", "-count", "2"},
+			"-count must be at least 3"},
+		{"CompareMaxRegression", nil,
+			[]string{"compare", "--base", "debian:7.2", "--patched", "debian:7.3", "--max-regression", "-5"},
+			"--max-regression -5: give a percentage above 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr := xc(t, tc.env, nil, tc.args...)
