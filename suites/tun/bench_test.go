@@ -34,9 +34,11 @@ import (
 // from the first send until every frame was read or counted as dropped;
 // and what each frame read cost the guest over that time (cpu-ns/frame,
 // nettx/frame, instructions/frame where the vCPU has a PMU:
-// cpumeter.Usage.Report). The senders (traffic.Sender: 64 frames per
-// sendmmsg) never block, so with the flag the losses move from tun to the
-// qdisc rather than vanish. The reader busy-polls the tap
+// cpumeter.Usage.Report). The senders (traffic.NewWaitingSender: 64
+// frames per sendmmsg) wait where the stopped queue pushes back, as the
+// seed's pktgen does: a stock tap never makes them wait, so its losses are
+// tun's tail-drops; with the flag the qdisc holds at most their send
+// buffers' worth, and what it still drops is its own (fq_codel's). The reader busy-polls the tap
 // (traffic.Reader.ReadToEnd), from a file out of the runtime's poller
 // (tuntap.OpenBlocking), on a CPU of its own, with the senders on the
 // other CPUs (placement). Every stream must arrive in order.
@@ -109,7 +111,7 @@ func newBenchRig(b *testing.B, threads int, o tapOpts) *benchRig {
 	rig := newTap(b, o)
 	br := &benchRig{tapRig: rig, senders: make([]*traffic.Sender, threads), readErr: make(chan error, 1)}
 	for i := range br.senders {
-		br.senders[i] = rig.sender(b, uint32(i+1))
+		br.senders[i] = rig.waitingSender(b, uint32(i+1))
 	}
 	br.burst = rig.burstDrops(b)
 	var err error

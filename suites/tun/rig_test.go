@@ -170,6 +170,19 @@ func (rig *tapRig) sender(t testing.TB, stream uint32) *traffic.Sender {
 	return s
 }
 
+// waitingSender opens a sender in the namespace that waits, up to
+// waitLimit, where the stopped queue pushes back (traffic.NewWaitingSender).
+func (rig *tapRig) waitingSender(t testing.TB, stream uint32) *traffic.Sender {
+	t.Helper()
+	var s *traffic.Sender
+	assert.NilError(t, rig.e.Do(func() (err error) {
+		s, err = traffic.NewWaitingSender(rig.ifindex, stream, waitLimit)
+		return err
+	}))
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // send sends n frames, failing on errors other than ENOBUFS (Refused).
 func send(t testing.TB, s *traffic.Sender, n int) traffic.Result {
 	t.Helper()

@@ -174,10 +174,10 @@ func TestRace(t *testing.T) {
 // test -count N is N rounds), and what each frame received cost the
 // guest (cpumeter.Usage.Report). b.N frames per sender; the clock runs
 // from the first send until the guest has drained the tap. The senders
-// never block
-// (traffic.NewSender forces a send buffer no qdisc here can fill), so with
-// the flag a guest slower than the senders shows up as fq_codel drops
-// (limit 10240) rather than as a throttled sender.
+// wait where the stopped queue pushes back, as the seed's pktgen does
+// (traffic.NewWaitingSender): a stock tap never makes them wait, so its
+// losses are tun's tail-drops; with the flag the qdisc holds at most their
+// send buffers' worth, and what it still drops is fq_codel's own.
 //
 //	go test -c ./suites/vhost && ./vhost.test -test.run '^$' -test.bench RX -test.benchtime 100000x
 func BenchmarkRX(b *testing.B) {
@@ -192,6 +192,7 @@ func BenchmarkRX(b *testing.B) {
 
 func benchRX(b *testing.B, s setup, senders int) {
 	r := newRig(b, s)
+	r.waiting = true
 	meter, err := cpumeter.Start()
 	assert.NilError(b, err)
 	defer meter.Close()

@@ -34,6 +34,9 @@ type rig struct {
 	bufs   int  // receive buffers a frame takes (setup.bufsPerFrame)
 	mrg    bool // the guests have mergeable receive buffers
 	ctx    context.Context
+	// waiting makes load's senders wait where the stopped queue pushes
+	// back (traffic.NewWaitingSender) instead of never blocking.
+	waiting bool
 }
 
 // newRig builds the rig in a namespace of its own.
@@ -170,7 +173,11 @@ func (r *rig) sender(stream uint32) *traffic.Sender {
 	r.tb.Helper()
 	var s *traffic.Sender
 	err := r.e.Do(func() (err error) {
-		s, err = traffic.NewSender(r.link.Attrs().Index, stream)
+		if r.waiting {
+			s, err = traffic.NewWaitingSender(r.link.Attrs().Index, stream, wait)
+		} else {
+			s, err = traffic.NewSender(r.link.Attrs().Index, stream)
+		}
 		return err
 	})
 	assert.NilError(r.tb, err)

@@ -90,6 +90,24 @@ func NewPacedSender(ifindex int, stream uint32, sndbuf int, wait time.Duration) 
 	})
 }
 
+// NewWaitingSender opens a sender that waits where a stopped queue pushes
+// back, as pktgen does in seed 000's table: a blocking socket with the
+// kernel's default send buffer, Batch frames per sendmmsg(2). Every frame
+// a qdisc holds is charged to that buffer, so once the qdisc holds a
+// buffer's worth (a few hundred FrameLen frames, far below any qdisc
+// limit here) the call waits for the consumer; a stock tap never makes it
+// wait (tun frees what it tail-drops). A wait longer than wait
+// (SO_SNDTIMEO) fails Send with EAGAIN: a queue that stays stopped.
+func NewWaitingSender(ifindex int, stream uint32, wait time.Duration) (*Sender, error) {
+	return newSender(ifindex, stream, Batch, func(fd int) error {
+		tv := unix.NsecToTimeval(wait.Nanoseconds())
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+			return fmt.Errorf("SO_SNDTIMEO: %w", err)
+		}
+		return nil
+	})
+}
+
 func newSender(ifindex int, stream uint32, batch int, setup func(fd int) error) (*Sender, error) {
 	defer profile.Running(profile.Setup).End()
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
