@@ -43,10 +43,12 @@ func TestBrowser(t *testing.T) {
 		t.Skip("chromium is not installed: run `make deps DEPS=browser`")
 	}
 	snaps := fixture(t)
+	snaps[1].Costs = costRowsFixture()
 	b := openPage(t, chromium, snaps)
 	t.Run("verdicts", func(t *testing.T) { b.checkVerdicts(t, snaps) })
 	t.Run("failure message", func(t *testing.T) { b.checkFailureMessage(t, snaps) })
 	t.Run("charts", b.checkCharts)
+	t.Run("cost charts", func(t *testing.T) { b.checkCostCharts(t, len(snaps[1].Costs)) })
 	assert.Check(t, is.Len(b.heard(), 0), "the page logged or fetched: %q", b.heard())
 }
 
@@ -175,7 +177,7 @@ func (b *browserPage) checkFailureMessage(t *testing.T, snaps []results.Snapshot
 // chart has ink, and colour over most of its bars' area.
 func (b *browserPage) checkCharts(t *testing.T) {
 	charts, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]domBox](
-		`[...document.querySelectorAll('figure.chart svg')].map(s => {
+		`[...document.querySelectorAll('figure.chart svg:not(.forest)')].map(s => {
 		const r = s.getBoundingClientRect();
 		const bars = [...s.querySelectorAll('rect.bar')].map(b => b.getBoundingClientRect())
 			.reduce((a, b) => a + b.width * b.height, 0);
@@ -183,6 +185,43 @@ func (b *browserPage) checkCharts(t *testing.T) {
 	})`))
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(charts, 12), "the fixture has 2 benchmarks × 2 groups × 3 units")
+	img, scale := b.screenshot(t)
+	for _, c := range charts {
+		ink, colour, area := pixels(img, c, scale)
+		// Axes, grid and labels are grey ink, bars are colour: the
+		// colour must cover most of the bars' area (all but their
+		// antialiased edges).
+		bars := int(c.Bars * scale * scale)
+		assert.Check(t, bars > 0, "%s: no bars", c.Title)
+		assert.Check(t, ink > area/100, "%s: %d of %d pixels drawn", c.Title, ink, area)
+		assert.Check(t, colour >= bars*8/10, "%s: %d pixels in colour, bars cover %d", c.Title, colour, bars)
+		t.Logf("%s: %d of %d pixels drawn, %d in colour, bars cover %d", c.Title, ink, area, colour, bars)
+	}
+}
+
+// checkCostCharts: a forest plot per kernel and seed with cost rows, a
+// lane per row, and each painted: the interval in ink, the claim's diamond
+// in colour.
+func (b *browserPage) checkCostCharts(t *testing.T, rows int) {
+	charts, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]domBox](
+		`[...document.querySelectorAll('figure.chart svg.forest')].map(s => {
+		const r = s.getBoundingClientRect();
+		return {title: s.getAttribute('aria-label'), x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height,
+			bars: s.querySelectorAll('g.lane').length};
+	})`))
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(charts, 1), "the fixture's cost rows are one kernel's, one seed's")
+	assert.Check(t, is.Equal(int(charts[0].Bars), rows), "a lane per row")
+	img, scale := b.screenshot(t)
+	ink, colour, area := pixels(img, charts[0], scale)
+	assert.Check(t, ink > area/100, "%s: %d of %d pixels drawn", charts[0].Title, ink, area)
+	assert.Check(t, colour > 50*rows, "%s: %d pixels in colour for %d claim diamonds", charts[0].Title, colour, rows)
+	t.Logf("%s: %d of %d pixels drawn, %d in colour", charts[0].Title, ink, area, colour)
+}
+
+// screenshot takes a screenshot of the whole page into the artifact
+// directory and returns it with its pixels per CSS pixel.
+func (b *browserPage) screenshot(t *testing.T) (image.Image, float64) {
 	size, err := chromedp.Run(b.ctx, chromedp.Evaluate[[2]float64](
 		`[document.documentElement.scrollWidth, document.documentElement.scrollHeight]`))
 	assert.NilError(t, err)
@@ -195,18 +234,7 @@ func (b *browserPage) checkCharts(t *testing.T) {
 	t.Logf("screenshot: %s", shotPath)
 	img, err := png.Decode(bytes.NewReader(shot.Data))
 	assert.NilError(t, err)
-	scale := float64(img.Bounds().Dx()) / size[0]
-	for _, c := range charts {
-		ink, colour, area := pixels(img, c, scale)
-		// Axes, grid and labels are grey ink, bars are colour: the
-		// colour must cover most of the bars' area (all but their
-		// antialiased edges).
-		bars := int(c.Bars * scale * scale)
-		assert.Check(t, bars > 0, "%s: no bars", c.Title)
-		assert.Check(t, ink > area/100, "%s: %d of %d pixels drawn", c.Title, ink, area)
-		assert.Check(t, colour >= bars*8/10, "%s: %d pixels in colour, bars cover %d", c.Title, colour, bars)
-		t.Logf("%s: %d of %d pixels drawn, %d in colour, bars cover %d", c.Title, ink, area, colour, bars)
-	}
+	return img, float64(img.Bounds().Dx()) / size[0]
 }
 
 type domVerdicts struct {

@@ -36,6 +36,9 @@ type costLane struct {
 	FloorX0, FloorW, BandY, BandH float64
 }
 
+// BandEnd is the bottom of the lane's band.
+func (l costLane) BandEnd() float64 { return l.BandY + l.BandH }
+
 // The forest plot's layout, in CSS pixels.
 const (
 	costLabelW = 330.0
@@ -87,9 +90,13 @@ func costLayout(i int, title string, rows []cost.Row) costChart {
 		return round1(c.X0 + (math.Max(math.Min(v, hi), lo)-lo)/(hi-lo)*costPlotW)
 	}
 	c.ZeroX = x(0)
-	for t := range 5 {
-		v := lo + (hi-lo)*float64(t)/4
-		c.Ticks = append(c.Ticks, costTick{X: x(v), Label: fmt.Sprintf("%+.0f %%", v)})
+	step := niceCeil((hi - lo) / 5)
+	for v := math.Ceil(lo/step) * step; v <= hi+step/1e6; v += step {
+		label := fmt.Sprintf("%+.0f %%", v)
+		if math.Abs(v) < step/1e6 {
+			label = "0 %"
+		}
+		c.Ticks = append(c.Ticks, costTick{X: x(v), Label: label})
 	}
 	for n, r := range rows {
 		m := r.JudgedMeasure()
