@@ -102,4 +102,3 @@ func costExit(runs []*results.Run) int {
 	}
 	return exitOK
 }
-
