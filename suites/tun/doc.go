@@ -40,5 +40,6 @@
 //   - steering_test.go: streamSteering, a TUNSETSTEERINGEBPF program: stream s to queue s mod queues
 //   - streams_test.go: checkStreams, every stream in order and held to the ledger
 //   - taildrop_test.go: TestTailDrop, stock tail-drop, and noqueue with the flag
+//   - tcpstreams_test.go: BenchmarkTCPStreams, TCP into a VM through a read() consumer: what made 000 opt-in
 //   - teardown_test.go: TestTeardown, a stopped tap closed, detached, deleted
 package tun

@@ -35,6 +35,7 @@
 //   - state_test.go: state, the tap's and qdisc's counters; the ledger
 //   - stock_test.go: TestStock, tail-drop without the flag
 //   - stopped_test.go: stop, a queue stopped with vhost's batch taken; readTap
+//   - tcpstreams_test.go: BenchmarkTCPStreams, TCP into a VM through vhost-net: what made 000 opt-in
 //   - teardown_test.go: TestTeardown, vhost and the tap torn apart while stopped
 //   - twoqueues_test.go: TestTwoQueues, a stopped queue leaves its sibling running
 //   - wakerule_test.go: tapModel, tun's wake rule and vhost's batches step by step

@@ -43,12 +43,9 @@ func Open(cfg Config) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Open("/dev/vhost-net", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) {
-		return nil, feature.Unsupported(feature.VhostNet, "open /dev/vhost-net: %v", err)
-	}
+	fd, err := openDevice()
 	if err != nil {
-		return nil, fmt.Errorf("open /dev/vhost-net: %w (run as root)", err)
+		return nil, err
 	}
 	n := &Net{fd: fd, kick: [2]int{-1, -1}, call: [2]int{-1, -1}}
 	if err := n.setup(l, cfg); err != nil {
@@ -56,6 +53,29 @@ func Open(cfg Config) (*Net, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// Probe returns nil when the kernel has vhost-net (/dev/vhost-net opens),
+// an error matching feature.ErrNotSupported when it has not.
+func Probe() error {
+	fd, err := openDevice()
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// openDevice opens /dev/vhost-net; a kernel without it gives an error
+// matching feature.ErrNotSupported.
+func openDevice() (int, error) {
+	fd, err := unix.Open("/dev/vhost-net", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) {
+		return -1, feature.Unsupported(feature.VhostNet, "open /dev/vhost-net: %v", err)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("open /dev/vhost-net: %w (run as root)", err)
+	}
+	return fd, nil
 }
 
 func (n *Net) setup(l Layout, cfg Config) error {
