@@ -31,6 +31,5 @@
 //   - progress_test.go: watchProgress: delivery never stands still under load
 //   - reactivate_test.go: TestReactivate: link down/up and qdisc replace under load
 //   - rig_test.go: the rigs (veth drained by XDP, tap with IFF_BACKPRESSURE and a reader), their counters and ledger
-//   - softirqs_test.go: NET_TX softirq runs, read from /proc/softirqs
 //   - sysctl_test.go: a sysctl set for one test and restored after it
 package qdisc

@@ -42,4 +42,5 @@
 //   - taildrop_test.go: TestTailDrop, stock tail-drop, and noqueue with the flag
 //   - tcpstreams_test.go: BenchmarkTCPStreams, TCP into a VM through a read() consumer: what made 000 opt-in
 //   - teardown_test.go: TestTeardown, a stopped tap closed, detached, deleted
+//   - udpstream_test.go: BenchmarkUDPStream, seed 002's netperf UDP_STREAM (1024-byte messages) through a tap
 package tun
