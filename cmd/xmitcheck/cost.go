@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/cost"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
@@ -47,8 +48,7 @@ func (c *costFlags) check() error {
 // with the cost pass's arguments instead of the run's.
 func (c *costFlags) costBinaries(bins []vmtest.Binary, testTimeout time.Duration) []vmtest.Binary {
 	args := []string{"-test.v=test2json", "-test.run=^$", "-test.bench=" + cost.Benchmarks(false),
-		"-test.benchtime=" + c.benchtime, "-test.count=" + strconv.Itoa(c.rounds),
-		"-test.timeout=" + testTimeout.String()}
+		"-test.benchtime=" + c.benchtime, "-test.count=1", "-test.timeout=" + testTimeout.String()}
 	var out []vmtest.Binary
 	for _, b := range bins {
 		if slices.Contains(cost.Packages(false), results.ShortPackage(b.Name)) {
@@ -72,6 +72,8 @@ func (s *suiteRun) costPass(ctx context.Context, k *kernels.Kernel, init string,
 	}
 	v := s.v
 	v.vms = 1
+	// The rounds are a loop in the benchmarks (internal/guest/rounds).
+	v.env = append(slices.Clone(v.env), feature.RoundsEnv+"="+strconv.Itoa(s.cost.rounds))
 	start := time.Now()
 	fmt.Fprintf(progress(), "xmitcheck: cost pass on %s: %d rounds, -benchtime %s…\n", k.Label(), s.cost.rounds, s.cost.benchtime)
 	cr, err := runOne(ctx, &v, k, v.newBackend(k, init), cb, false, io.Discard)

@@ -41,6 +41,8 @@ type vmFlags struct {
 	// suitesRev is which source the suites were built from (set once they
 	// are): every run records it, with this xmitcheck's version.
 	suitesRev string
+	// env is added to the tests' environment (the cost pass's rounds).
+	env []string
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {
@@ -155,7 +157,7 @@ func (v *vmFlags) job(k *kernels.Kernel, bins []vmtest.Binary, judged bool) vmte
 	return vmtest.Job{
 		Binaries: bins,
 		Modules:  append(slices.Clone(kernels.GuestModules), v.modprobe...),
-		Env:      guestEnv(k, judged),
+		Env:      append(guestEnv(k, judged), v.env...),
 		Timeouts: vmtest.Timeouts{Boot: v.boot, Idle: v.idle, Overall: v.overall},
 		Accel:    v.accel,
 		CPUs:     v.cpus,

@@ -22,3 +22,9 @@ var SideOrders = [6][3]string{
 	{SideB, SideA2, SideA},
 	{SideA2, SideA, SideB},
 }
+
+// RoundsEnv, set in a test binary's environment, is how many rounds a cost
+// benchmark runs in one call (one when unset): the cost pass sets it, since
+// go test -count would repeat each side in a block of its own rather than
+// interleave them.
+const RoundsEnv = "XMITCHECK_COST_ROUNDS"

@@ -18,19 +18,37 @@ func TestParseLine(t *testing.T) {
 	assert.DeepEqual(t, s.Metrics, map[string]float64{"ns/op": 12, "rx-pps": 90164, "lost/s": 0})
 	_, ok = ParseLine("suites/tun", "BenchmarkTap/threads=1/side=A-2 says hello")
 	assert.Assert(t, !ok)
+	s, ok = ParseLine("suites/tun", "BenchmarkTap/threads=1/side=A2#03-2 \t 1 \t 5 rx-pps")
+	assert.Assert(t, ok)
+	assert.Equal(t, s.Name, "BenchmarkTap/threads=1/side=A2", "round 4 of side A2")
 }
 
-// TestPaired checks the interval against a hand computation: ratios 0.9,
-// 1.0, 1.1 have mean 1, sd 0.1, and t(2) = 4.303.
+// TestPaired checks the interval against a hand computation. Ratios 0.9,
+// 1.0 and 1.1: the geometric mean of them, t(2) = 4.303 on their logs.
+// Ratios 0, 0.5, 1 (a zero): the mean of them, 0.5, sd 0.5, the lower
+// bound cut at -100 %.
 func TestPaired(t *testing.T) {
 	c, ok := paired([]float64{10, 10, 10}, []float64{9, 10, 11})
 	assert.Assert(t, ok)
-	half := 4.303 * 0.1 / math.Sqrt(3) * 100
-	assert.Assert(t, is.Equal(math.Round(c.Pct*1e6), 0.0))
-	assert.Assert(t, math.Abs(c.Hi-half) < 1e-9, "%+v, want ±%v", c, half)
+	logs := []float64{math.Log(0.9), 0, math.Log(1.1)}
+	mean, sd := meanSD(logs)
+	half := 4.303 * sd / math.Sqrt(3)
+	assert.Assert(t, c.Geometric)
+	assert.Assert(t, math.Abs(c.Pct-(math.Exp(mean)-1)*100) < 1e-9, "%+v", c)
+	assert.Assert(t, math.Abs(c.Hi-(math.Exp(mean+half)-1)*100) < 1e-9, "%+v", c)
 	assert.Equal(t, c.Rounds, 3)
+
+	c, ok = paired([]float64{10, 10, 10}, []float64{0, 5, 10})
+	assert.Assert(t, ok)
+	assert.Assert(t, !c.Geometric)
+	assert.Assert(t, math.Abs(c.Pct-(-50)) < 1e-9, "%+v", c)
+	assert.Equal(t, c.Lo, -100.0)
+	assert.Assert(t, math.Abs(c.Hi-(0.5+4.303*0.5/math.Sqrt(3)-1)*100) < 1e-9, "%+v", c)
+
 	_, ok = paired([]float64{10}, []float64{9})
 	assert.Assert(t, !ok, "one round has no interval")
+	_, ok = paired([]float64{0, 10}, []float64{9, 9})
+	assert.Assert(t, !ok, "no ratio of a stock 0")
 	assert.Assert(t, math.Abs(tQuantile975(40)-2.021) < 0.001, "t(40) = %v", tQuantile975(40))
 }
 

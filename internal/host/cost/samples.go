@@ -14,7 +14,8 @@ type Sample struct {
 }
 
 // ParseLine reads one go test benchmark line ("BenchmarkTap/x-2 \t 1000 \t
-// 12 ns/op \t 34 rx-pps"); ok is false for any other line.
+// 12 ns/op \t 34 rx-pps"), the name without go test's -GOMAXPROCS and
+// #NN suffixes; ok is false for any other line.
 func ParseLine(pkg, line string) (s Sample, ok bool) {
 	f := strings.Split(line, "\t")
 	if len(f) < 3 || !strings.HasPrefix(f[0], "Benchmark") {
@@ -22,6 +23,13 @@ func ParseLine(pkg, line string) (s Sample, ok bool) {
 	}
 	name := strings.TrimSpace(f[0])
 	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if _, err := strconv.Atoi(name[i+1:]); err == nil {
+			name = name[:i]
+		}
+	}
+	// go test names a sub-benchmark's later runs under one parent
+	// "side=A#01", "#02"…: the rounds of one side, in order.
+	if i := strings.LastIndexByte(name, '#'); i > strings.LastIndexByte(name, '/') {
 		if _, err := strconv.Atoi(name[i+1:]); err == nil {
 			name = name[:i]
 		}
