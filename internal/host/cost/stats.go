@@ -7,11 +7,14 @@ import (
 // Change is a relative change in percent with its 95 % interval: B against
 // A over paired rounds, +5 meaning B is 5 % above A.
 type Change struct {
-	// Pct is the mean of the rounds' ratios B/A, minus one, in percent;
-	// Lo and Hi bound its 95 % Student-t interval.
+	// Pct is the rounds' ratios B/A averaged (paired says how), minus one,
+	// in percent; Lo and Hi bound its 95 % Student-t interval.
 	Pct, Lo, Hi float64
 	// Rounds is how many rounds paired a value of each side.
 	Rounds int
+	// Geometric says the change is the geometric mean of the ratios
+	// (every value above 0), not their mean.
+	Geometric bool `json:",omitempty"`
 }
 
 // Half is the interval's half-width, in percentage points.
@@ -21,14 +24,18 @@ func (c Change) Half() float64 { return (c.Hi - c.Lo) / 2 }
 func (c Change) Contains(pct float64) bool { return c.Lo <= pct && pct <= c.Hi }
 
 // paired returns the change of b against a over the rounds where both have
-// a value, round by round: the mean of the ratios b[i]/a[i] and its 95 %
-// interval. The mean of ratios, not the ratio of means, keeps each round's
-// pairing (a drift over the rounds moves both sides of a ratio alike), and
-// unlike a mean of log-ratios it takes a side that measured 0 (a loss rate
-// the patch took to nothing). ok is false with fewer than two pairs, or a
-// stock value of 0, which no ratio can be made of.
+// a value, round by round, with its 95 % interval. Each round's ratio
+// b[i]/a[i] keeps its pairing (a drift over the rounds moves both sides of
+// it alike). Where every value is above 0 the change is their geometric
+// mean, the interval Student's t on their logarithms: an emulator's slow
+// round weighs no more than its fast one, and A against itself centres on
+// 0. Where b measured 0 in a round (a loss the patch took to nothing) no
+// logarithm exists, and the mean of the ratios stands instead. ok is false
+// with fewer than two pairs, or a stock value of 0, which no ratio can be
+// made of.
 func paired(a, b []float64) (c Change, ok bool) {
 	var r []float64
+	logs := true
 	for i := range min(len(a), len(b)) {
 		if math.IsNaN(a[i]) || math.IsNaN(b[i]) {
 			continue
@@ -37,16 +44,26 @@ func paired(a, b []float64) (c Change, ok bool) {
 			return Change{}, false
 		}
 		r = append(r, b[i]/a[i])
+		logs = logs && b[i] > 0
 	}
 	if len(r) < 2 {
 		return Change{}, false
 	}
+	t := tQuantile975(len(r) - 1)
+	if logs {
+		for i := range r {
+			r[i] = math.Log(r[i])
+		}
+		mean, sd := meanSD(r)
+		half := t * sd / math.Sqrt(float64(len(r)))
+		return Change{Pct: pct(math.Exp(mean)), Lo: pct(math.Exp(mean - half)), Hi: pct(math.Exp(mean + half)),
+			Rounds: len(r), Geometric: true}, true
+	}
 	mean, sd := meanSD(r)
-	half := tQuantile975(len(r)-1) * sd / math.Sqrt(float64(len(r)))
+	half := t * sd / math.Sqrt(float64(len(r)))
 	// Every measure here is a rate or a cost, never below 0: neither is
 	// their ratio.
-	lo := math.Max(mean-half, 0)
-	return Change{Pct: pct(mean), Lo: pct(lo), Hi: pct(mean + half), Rounds: len(r)}, true
+	return Change{Pct: pct(mean), Lo: pct(math.Max(mean-half, 0)), Hi: pct(mean + half), Rounds: len(r)}, true
 }
 
 func pct(ratio float64) float64 { return (ratio - 1) * 100 }
