@@ -25,7 +25,7 @@ import (
 // naming the TUNGETFEATURES probe.
 func BenchmarkTCPStreams(b *testing.B) {
 	observe.Probe(b, feature.IFFBackpressure, tuntap.ProbeBackpressure())
-	stock := vmpath.Config{Consumer: vmpath.Read}
+	stock := vmpath.Config{Consumer: vmpath.Read, Offload: true}
 	patched := stock
 	patched.Backpressure = true
 	for _, n := range []int{1, 2, 4, 8} {

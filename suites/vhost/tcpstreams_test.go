@@ -29,7 +29,7 @@ import (
 func BenchmarkTCPStreams(b *testing.B) {
 	observe.Probe(b, feature.IFFBackpressure, tuntap.ProbeBackpressure())
 	observe.Probe(b, feature.VhostNet, guest.Probe())
-	stock := vmpath.Config{Consumer: vmpath.VhostNet}
+	stock := vmpath.Config{Consumer: vmpath.VhostNet, Offload: true}
 	patched := stock
 	patched.Backpressure = true
 	for _, n := range []int{1, 2, 4, 8} {
