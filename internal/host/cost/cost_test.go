@@ -182,3 +182,20 @@ func TestTCPStreamsRows(t *testing.T) {
 	assert.Equal(t, rows[0].Judgment, Within, "%s", rows[0].Line())
 	assert.Assert(t, is.Contains(Benchmarks(false), "BenchmarkTCPStreams"))
 }
+
+// TestNotReached: a tap row whose stock side never tail-dropped says the
+// flag's path was never reached.
+func TestNotReached(t *testing.T) {
+	s := lines([]float64{100, 90, 110}, []float64{100, 95, 105}, []float64{99, 91, 108}, 0.001)
+	assert.Check(t, is.Equal(InBoot(s, "tcg")[0].Note, ""), "no tun_lost/s reported: nothing to say")
+	for i := range s {
+		s[i].Metrics["tun_lost/s"] = 0
+	}
+	rows := InBoot(s, "tcg")
+	assert.Check(t, is.Contains(rows[0].Note, "tun_lost/s was 0 in every round"), "%+v", rows[0])
+	assert.Check(t, is.Contains(rows[0].Line(), "measured no cost of the patch"))
+	for i := range s {
+		s[i].Metrics["tun_lost/s"] = 3
+	}
+	assert.Check(t, is.Equal(InBoot(s, "tcg")[0].Note, ""))
+}

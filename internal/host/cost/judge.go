@@ -85,6 +85,8 @@ type Row struct {
 	// that one.
 	Judged, Why string
 	Judgment    Judgment
+	// Note says what the figures cannot show (Claim.Reached).
+	Note string `json:",omitempty"`
 }
 
 // JudgedMeasure is the measure the judgment rests on (the first when none

@@ -20,7 +20,11 @@ func (r Row) Figures() string {
 
 // Line is r in one line: seed, row, judgment and figures.
 func (r Row) Line() string {
-	return fmt.Sprintf("%s %s: %s (%s)", r.Seed, r.Row, r.Judgment, r.Figures())
+	l := fmt.Sprintf("%s %s: %s (%s)", r.Seed, r.Row, r.Judgment, r.Figures())
+	if r.Note != "" {
+		l += "; " + r.Note
+	}
+	return l
 }
 
 // signed formats a percentage with its sign.
@@ -58,8 +62,11 @@ func WriteTable(w io.Writer, title string, rows []Row) {
 		}
 	}
 	for _, r := range rows {
-		if r.Judgment == Unmeasured {
+		switch {
+		case r.Judgment == Unmeasured:
 			fmt.Fprintf(w, "  %s %s: %s\n", r.Seed, r.Row, r.Why)
+		case r.Note != "":
+			fmt.Fprintf(w, "  %s %s: %s\n", r.Seed, r.Row, r.Note)
 		}
 	}
 }
@@ -85,6 +92,9 @@ func WriteMarkdown(w io.Writer, rows []Row) {
 			if m.Err != "" {
 				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | | %s |\n", seed, row, says, m.Unit, m.Err, judgment)
 				continue
+			}
+			if i == 0 && r.Note != "" {
+				row += " (" + r.Note + ")"
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s (claim %s) | %s [%s, %s] | ±%.1f %% | %s |\n", seed, row, says,
 				m.Unit, signed(m.Claim), signed(m.Change.Pct), signed(m.Change.Lo), signed(m.Change.Hi), m.Floor(), judgment)
