@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xmitcheck/xmitcheck/internal/guest/nopreempt"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
@@ -205,15 +206,31 @@ func (s *Sender) Send(n int) (Result, error) {
 // sendmmsg sends the first m frames. A call that cannot sleep goes as a
 // raw system call (MSG_DONTWAIT, so that it cannot): through the runtime's
 // blocking-call path its monitor thread wakes every 20 µs to look at a call
-// that takes tens of microseconds (docs/design/tap-benchmark-reader.md).
-func (s *Sender) sendmmsg(m int) (uintptr, unix.Errno) {
+// that takes tens of microseconds (docs/design/tap-benchmark-reader.md). A
+// call of several frames that may wait (NewWaitingSender) runs with the
+// runtime's preemption signal blocked: a signal that broke its wait for
+// room after a frame went would end it short, the frame that waited never
+// sent, and Send would count that frame as refused.
+func (s *Sender) sendmmsg(m int) (k uintptr, errno unix.Errno) {
 	if s.nowait {
-		k, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG,
+		k, _, errno = unix.RawSyscall6(unix.SYS_SENDMMSG,
 			uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(m), unix.MSG_DONTWAIT, 0, 0)
 		return k, errno
 	}
-	k, _, errno := unix.Syscall6(unix.SYS_SENDMMSG,
-		uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(m), 0, 0, 0)
+	call := func() error {
+		k, _, errno = unix.Syscall6(unix.SYS_SENDMMSG,
+			uintptr(s.fd), uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(m), 0, 0, 0)
+		return nil
+	}
+	if len(s.hdrs) == 1 {
+		call()
+		return k, errno
+	}
+	if err := nopreempt.Do(call); err != nil {
+		// Blocking SIGURG failed (pthread_sigmask's errno): no frame went.
+		errors.As(err, &errno)
+		return 0, errno
+	}
 	return k, errno
 }
 
