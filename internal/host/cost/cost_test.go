@@ -199,3 +199,27 @@ func TestNotReached(t *testing.T) {
 	}
 	assert.Check(t, is.Equal(InBoot(s, "tcg")[0].Note, ""))
 }
+
+// TestRoundsByNumber: a side whose run failed in round 1 leaves that round
+// empty; round 2 (#02) pairs with round 2, not round 1.
+func TestRoundsByNumber(t *testing.T) {
+	var s []Sample
+	for _, l := range []string{
+		"BenchmarkRedirect/side=A-2\t1\t100 tx-pps", "BenchmarkRedirect/side=A2-2\t1\t100 tx-pps",
+		"BenchmarkRedirect/side=B-2\t1\t80 tx-pps",
+		"BenchmarkRedirect/side=A#01-2\t1\t50 tx-pps", "BenchmarkRedirect/side=A2#01-2\t1\t50 tx-pps",
+		"BenchmarkRedirect/side=A#02-2\t1\t200 tx-pps", "BenchmarkRedirect/side=A2#02-2\t1\t200 tx-pps",
+		"BenchmarkRedirect/side=B#02-2\t1\t160 tx-pps",
+	} {
+		smp, ok := ParseLine("suites/devmap", l)
+		assert.Assert(t, ok, l)
+		s = append(s, smp)
+	}
+	v := rounds(s, "suites/devmap", "BenchmarkRedirect", "tx-pps")
+	b := v["BenchmarkRedirect/side=B"]
+	assert.Equal(t, len(b), 3)
+	assert.Check(t, math.IsNaN(b[1]), "round 1 of B failed: %v", b)
+	c, ok := paired(v["BenchmarkRedirect/side=A"], b)
+	assert.Assert(t, ok)
+	assert.Check(t, math.Abs(c.Pct-(-20)) < 1e-9, "B is 80 %% of A in both rounds it ran: %+v", c)
+}

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -11,6 +12,12 @@ import (
 type Sample struct {
 	Package, Name string
 	Metrics       map[string]float64
+	// Round is the run's round within one benchmark call as go test's
+	// #NN suffix numbers it (rounds.Run calls each side once a round, so
+	// the call numbered k is round k whether or not the calls before it
+	// failed); 0 where the name has no suffix: the first run, or the only
+	// one.
+	Round int
 }
 
 // ParseLine reads one go test benchmark line ("BenchmarkTap/x-2 \t 1000 \t
@@ -29,15 +36,16 @@ func ParseLine(pkg, line string) (s Sample, ok bool) {
 	}
 	// go test names a sub-benchmark's later runs under one parent
 	// "side=A#01", "#02"…: the rounds of one side, in order.
+	round := 0
 	if i := strings.LastIndexByte(name, '#'); i > strings.LastIndexByte(name, '/') {
-		if _, err := strconv.Atoi(name[i+1:]); err == nil {
-			name = name[:i]
+		if n, err := strconv.Atoi(name[i+1:]); err == nil {
+			name, round = name[:i], n
 		}
 	}
 	if _, err := strconv.Atoi(strings.TrimSpace(f[1])); err != nil {
 		return Sample{}, false
 	}
-	s = Sample{Package: pkg, Name: name, Metrics: map[string]float64{}}
+	s = Sample{Package: pkg, Name: name, Metrics: map[string]float64{}, Round: round}
 	for _, m := range f[2:] {
 		v, unit, ok := strings.Cut(strings.TrimSpace(m), " ")
 		if !ok {
@@ -53,8 +61,11 @@ func ParseLine(pkg, line string) (s Sample, ok bool) {
 }
 
 // rounds returns, for each benchmark of pkg whose name is name or begins
-// with name+"/", the values of unit in the order they came: the k-th
-// result of a name is round k, since every round runs every side once.
+// with name+"/", the values of unit by round: a run go test numbered
+// (Sample.Round) in its round, any other in the order they came (the
+// first run of a side in one boot, or compare's one run a boot). A round
+// without a value (its run failed or skipped) is NaN, so that no later
+// round slides into its place.
 func rounds(samples []Sample, pkg, name, unit string) map[string][]float64 {
 	out := map[string][]float64{}
 	for _, s := range samples {
@@ -65,7 +76,14 @@ func rounds(samples []Sample, pkg, name, unit string) map[string][]float64 {
 		if !ok {
 			continue
 		}
-		out[s.Name] = append(out[s.Name], v)
+		k := len(out[s.Name])
+		if s.Round > 0 {
+			k = s.Round
+		}
+		for len(out[s.Name]) <= k {
+			out[s.Name] = append(out[s.Name], math.NaN())
+		}
+		out[s.Name][k] = v
 	}
 	return out
 }
