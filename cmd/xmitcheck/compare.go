@@ -38,7 +38,8 @@ func cmdCompare(args []string) (int, error) {
 	patched := fs.String("patched", "", "the kernel with the change")
 	expectBase := fs.String("expect-base", "", "what the base kernel must show (as --expect)")
 	expectPatched := fs.String("expect-patched", "", "what the patched kernel must show (as --expect)")
-	count := fs.Int("count", 6, "interleaved rounds of benchmarks (a boot of the base, the patched kernel and the base again each)")
+	count := fs.Int("count", 6,
+		"interleaved rounds of benchmarks (a boot of the base, the patched kernel and the base again each)")
 	maxRegression := fs.Float64("max-regression", 0,
 		"exit 1 when a benchmark measure is worse on the patched kernel by more than this many percent, "+
 			"beyond the A/A floor (0: judge only the seeds' claims)")

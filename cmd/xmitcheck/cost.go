@@ -28,7 +28,8 @@ type costFlags struct {
 func (c *costFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.on, "cost", false, "also measure the seeds' cost claims on each kernel, A/B in one boot (docs/cost.md)")
 	fs.IntVar(&c.rounds, "rounds", 10, "interleaved rounds of the cost pass (each runs A, A2 and B once)")
-	fs.StringVar(&c.benchtime, "cost-benchtime", "100000x", "go test -benchtime of the cost pass: frames per side and round")
+	fs.StringVar(&c.benchtime, "cost-benchtime", "100000x",
+		"go test -benchtime of the cost pass: frames per side and round")
 }
 
 func (c *costFlags) check() error {
@@ -67,7 +68,8 @@ func (s *suiteRun) costPass(ctx context.Context, k *kernels.Kernel, init string,
 	r *results.Run, human io.Writer) error {
 	cb := s.cost.costBinaries(bins, s.testTimeout)
 	if len(cb) == 0 {
-		r.Note("cost: no suite with a cost benchmark among the packages run (" + strings.Join(cost.Packages(false), ", ") + ")")
+		r.Note("cost: no suite with a cost benchmark among the packages run (" +
+			strings.Join(cost.Packages(false), ", ") + ")")
 		return nil
 	}
 	v := s.v
@@ -75,7 +77,8 @@ func (s *suiteRun) costPass(ctx context.Context, k *kernels.Kernel, init string,
 	// The rounds are a loop in the benchmarks (internal/guest/rounds).
 	v.env = append(slices.Clone(v.env), feature.RoundsEnv+"="+strconv.Itoa(s.cost.rounds))
 	start := time.Now()
-	fmt.Fprintf(progress(), "xmitcheck: cost pass on %s: %d rounds, -benchtime %s…\n", k.Label(), s.cost.rounds, s.cost.benchtime)
+	fmt.Fprintf(progress(), "xmitcheck: cost pass on %s: %d rounds, -benchtime %s…\n",
+		k.Label(), s.cost.rounds, s.cost.benchtime)
 	cr, err := runOne(ctx, &v, k, v.newBackend(k, init), cb, false, io.Discard)
 	if err != nil {
 		return err
@@ -94,7 +97,8 @@ func (s *suiteRun) costPass(ctx context.Context, k *kernels.Kernel, init string,
 			r.Costs[i].Why += sideReasons(cr, c)
 		}
 	}
-	fmt.Fprintf(human, "xmitcheck: cost pass on %s: %d rows in %v\n", k.Label(), len(r.Costs), time.Since(start).Round(time.Second))
+	fmt.Fprintf(human, "xmitcheck: cost pass on %s: %d rows in %v\n",
+		k.Label(), len(r.Costs), time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -119,10 +123,8 @@ func sideReasons(cr *results.Run, c cost.Row) string {
 // costExit is exitFail when a cost row regressed.
 func costExit(runs []*results.Run) int {
 	for _, r := range runs {
-		for _, c := range r.Costs {
-			if c.Judgment == cost.Regressed {
-				return exitFail
-			}
+		if r.CostRegressed() {
+			return exitFail
 		}
 	}
 	return exitOK

@@ -114,7 +114,8 @@ func (c Claim) row(bench string, get func(unit string) sides) Row {
 			r.Measures = append(r.Measures, s.measure(c.PerFrame, Lower, perFrame(c.Pct)))
 		}
 	}
-	if a := get(c.Reached).a; c.Reached != "" && len(a) > 0 && !slices.ContainsFunc(a, func(v float64) bool { return v > 0 }) {
+	reached := func(v float64) bool { return v > 0 }
+	if a := get(c.Reached).a; c.Reached != "" && len(a) > 0 && !slices.ContainsFunc(a, reached) {
 		r.Note = fmt.Sprintf("the stock side's %s was 0 in every round: the work never reached the path the patch "+
 			"changes, so B ran A's path and this row measured no cost of the patch", c.Reached)
 	}

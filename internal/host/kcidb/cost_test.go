@@ -24,7 +24,8 @@ func TestCostRows(t *testing.T) {
 	snaps[1].Costs = []cost.Row{
 		row("tap, 2 sending threads: received", cost.Regressed, m),
 		row("tap, 1 sending thread: received", cost.Noisy, m),
-		row("tap, 1 sending thread: lost", cost.Unmeasured, cost.Measure{Unit: "lost/s", Err: "lost/s: a side has no result"}),
+		row("tap, 1 sending thread: lost", cost.Unmeasured,
+			cost.Measure{Unit: "lost/s", Err: "lost/s: a side has no result"}),
 	}
 	r := validate(t, schema(t), snaps)
 	got := map[string]Test{}

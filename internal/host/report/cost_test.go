@@ -35,7 +35,8 @@ func TestCostChart(t *testing.T) {
 	for _, l := range c.Lanes {
 		assert.Check(t, l.Measured)
 		assert.Check(t, l.LoX <= l.PX && l.PX <= l.HiX, "%+v", l)
-		assert.Check(t, l.LineX < l.ClaimX && l.ClaimX < c.ZeroX, "the line (-8 %%) left of the claim (-3 %%), left of 0: %+v", l)
+		assert.Check(t, l.LineX < l.ClaimX && l.ClaimX < c.ZeroX,
+			"the line (-8 %%) left of the claim (-3 %%), left of 0: %+v", l)
 		assert.Check(t, c.X0 <= l.LoX && l.HiX <= c.X1)
 	}
 	assert.Check(t, c.Lanes[0].HiX < c.Lanes[0].LineX, "the regressed interval lies wholly beyond the line")
@@ -53,5 +54,6 @@ func TestHTMLCost(t *testing.T) {
 
 	var md bytes.Buffer
 	assert.NilError(t, WriteMarkdown(&md, snaps))
-	assert.Check(t, is.Contains(md.String(), "| 000-tun | TCP, 8 streams |  | rx-pps (claim -3.0 %) | -32.0 % [-38.0 %, -26.0 %] | ±5.0 % | **REGRESSED** |"))
+	assert.Check(t, is.Contains(md.String(), "| 000-tun | TCP, 8 streams |  | rx-pps (claim -3.0 %) | "+
+		"-32.0 % [-38.0 %, -26.0 %] | ±5.0 % | **REGRESSED** |"))
 }
