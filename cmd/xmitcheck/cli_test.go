@@ -115,7 +115,7 @@ func TestHostNeedsRoot(t *testing.T) {
 func TestHelpEverywhere(t *testing.T) {
 	for _, args := range [][]string{
 		{"run"}, {"exec"}, {"matrix"}, {"report"}, {"compare"}, {"bisect"}, {"bench"}, {"bench", "boot"},
-		{"bench", "profile"}, {"version"}, {"suites"}, {"suites", "build"},
+		{"bench", "profile"}, {"version"}, {"suites"}, {"suites", "build"}, {"kselftest"},
 		{"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {

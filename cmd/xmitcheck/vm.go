@@ -41,6 +41,9 @@ type vmFlags struct {
 	// suitesRev is which source the suites were built from (set once they
 	// are): every run records it, with this xmitcheck's version.
 	suitesRev string
+	// test2json is the test2json program that reads the test binaries'
+	// output ("": go tool test2json; an installed collection's own).
+	test2json string
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {
