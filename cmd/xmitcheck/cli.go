@@ -26,6 +26,8 @@ Commands:
   bisect [flags] [PKG...]   one step of git bisect run: build --tree (default .), run, judge
   suites build -o DIR [PKG...]
                             compile the suites' test binaries into DIR, nothing booted
+  suites install -o DIR [PKG...]
+                            write a kselftest collection for the kernel's own runner (docs/kselftest.md)
   kselftest SUITE [flags]   an installed collection's test: one suite on the running kernel, KTAP
   bench boot [flags]        measure boot-to-first-test per backend
   bench profile [flags] [PKG...]

@@ -80,6 +80,14 @@ func TestBadInputOneLine(t *testing.T) {
 		{"NoGo", []string{"PATH=/nonexistent"}, []string{"suites", "build", "-o", "bins"}, "go not found"},
 		{"NotACheckout", nil, []string{"suites", "build", "-o", "bins", "-C", "/"}, "-C /: no go.mod there or above"},
 		{"SuitesNoOut", nil, []string{"suites", "build"}, "suites build: give -o DIR"},
+		{"InstallNoOut", nil, []string{"suites", "install"}, "suites install: give -o DIR"},
+		{"InstallBadExpect", nil, []string{"suites", "install", "-o", "k", "--expect", "00x"}, `unknown item "00x"`},
+		{"InstallShortTimeout", nil, []string{"suites", "install", "-o", "k", "--timeout", "10"},
+			"--timeout 10: give at least 60 seconds"},
+		{"InstallOverOtherFiles", nil, []string{"suites", "install", "-o", "/etc"},
+			"-o /etc: it holds other files, and install replaces the directory: give a new or empty one"},
+		{"InstallNoRunner", nil, []string{"suites", "install", "-o", "k", "--kselftest-from", "/"},
+			"--kselftest-from /: no tools/testing/selftests/run_kselftest.sh there: give a kernel source tree"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr := xc(t, tc.env, nil, tc.args...)
@@ -115,7 +123,8 @@ func TestHostNeedsRoot(t *testing.T) {
 func TestHelpEverywhere(t *testing.T) {
 	for _, args := range [][]string{
 		{"run"}, {"exec"}, {"matrix"}, {"report"}, {"compare"}, {"bisect"}, {"bench"}, {"bench", "boot"},
-		{"bench", "profile"}, {"version"}, {"suites"}, {"suites", "build"}, {"kselftest"},
+		{"bench", "profile"}, {"version"}, {"suites"}, {"suites", "build"}, {"suites", "install"},
+		{"kselftest"},
 		{"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
