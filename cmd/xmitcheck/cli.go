@@ -29,6 +29,7 @@ Commands:
   suites install -o DIR [PKG...]
                             write a kselftest collection for the kernel's own runner (docs/kselftest.md)
   kselftest SUITE [flags]   an installed collection's test: one suite on the running kernel, KTAP
+  lava job|results ...      a LAVA job of an installed collection; its log read back for report
   bench boot [flags]        measure boot-to-first-test per backend
   bench profile [flags] [PKG...]
                             per test, the seconds in setup, traffic, waits and teardown
@@ -72,6 +73,8 @@ func run(args []string) int {
 		err = cmdSuites(rest)
 	case "kselftest":
 		return cmdKselftest(rest)
+	case "lava":
+		code, err = cmdLava(rest)
 	case "version":
 		err = cmdVersion(rest)
 	case "-h", "-help", "--help", "help":
@@ -79,7 +82,7 @@ func run(args []string) int {
 		return exitOK
 	default:
 		err = usagef("unknown command %q: use run, exec, kernels, matrix, report, compare, bisect, suites, kselftest, "+
-			"bench or version (xmitcheck -h)", cmd)
+			"lava, bench or version (xmitcheck -h)", cmd)
 	}
 	if errors.Is(err, errHelp) {
 		return exitOK

@@ -88,6 +88,13 @@ func TestBadInputOneLine(t *testing.T) {
 			"-o /etc: it holds other files, and install replaces the directory: give a new or empty one"},
 		{"InstallNoRunner", nil, []string{"suites", "install", "-o", "k", "--kselftest-from", "/"},
 			"--kselftest-from /: no tools/testing/selftests/run_kselftest.sh there: give a kernel source tree"},
+		{"LavaJobNoTree", nil, []string{"lava", "job", "-o", "j"}, "lava job: give --tree DIR"},
+		{"LavaJobNotACollection", nil, []string{"lava", "job", "--tree", "/", "-o", "j"},
+			"lava job --tree /: not an installed collection"},
+		{"LavaResultsNoLog", nil, []string{"lava", "results", "-o", "r"}, "lava results: give one job log and -o DIR"},
+		{"LavaResultsMissing", nil, []string{"lava", "results", "/no/such/log", "-o", "r"}, "/no/such/log"},
+		{"LavaResultsNotALog", nil, []string{"lava", "results", "/etc/hostname", "-o", "r"},
+			"is not a LAVA log entry ({dt, lvl, msg}): give the job's log"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr := xc(t, tc.env, nil, tc.args...)
@@ -124,7 +131,7 @@ func TestHelpEverywhere(t *testing.T) {
 	for _, args := range [][]string{
 		{"run"}, {"exec"}, {"matrix"}, {"report"}, {"compare"}, {"bisect"}, {"bench"}, {"bench", "boot"},
 		{"bench", "profile"}, {"version"}, {"suites"}, {"suites", "build"}, {"suites", "install"},
-		{"kselftest"},
+		{"kselftest"}, {"lava"}, {"lava", "job"}, {"lava", "results"},
 		{"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
