@@ -8,7 +8,7 @@ KERNEL  ?= debian:7.3
 export CGO_ENABLED := 0
 
 .PHONY: all build deps run test test-kernels unit check bench profile discriminate matrix report bisect-demo \
-	kselftest clean
+	kselftest lava clean
 
 all: build
 
@@ -111,6 +111,13 @@ kselftest: DEPS = vm vng
 kselftest: deps build
 	./scripts/kselftest.sh $(KSELFTEST_KERNELS)
 
+# The collection in a LAVA job run by LAVA's own dispatcher (lava-run) on
+# $(KERNEL), read back into a report and a KCIDB file (scripts/lava.sh;
+# about 5 min here, under TCG).
+lava: DEPS = lava
+lava: deps build
+	./scripts/lava.sh $(KERNEL) lava-out
+
 # Proof that bisection finds a bad commit (not in CI: it builds a kernel,
 # 9-14 min the first time): see scripts/bisect-demo.sh.
 bisect-demo: build
@@ -132,4 +139,4 @@ profile: deps build
 	./xmitcheck bench profile --kernel $(KERNEL) -subtests 2 $(PROFILE_PKGS)
 
 clean:
-	rm -rf xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log $(MATRIX_OUT) kselftest-out
+	rm -rf xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log $(MATRIX_OUT) kselftest-out lava-out
