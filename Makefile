@@ -7,7 +7,8 @@ GO      ?= go
 KERNEL  ?= debian:7.3
 export CGO_ENABLED := 0
 
-.PHONY: all build deps run test test-kernels unit check bench profile discriminate matrix report bisect-demo clean
+.PHONY: all build deps run test test-kernels unit check bench profile discriminate matrix report bisect-demo \
+	kselftest lava clean
 
 all: build
 
@@ -101,6 +102,22 @@ report: build
 	./xmitcheck report -o $(REPORT_OUT)/report.html --markdown $(REPORT_OUT)/report.md \
 		--kcidb $(REPORT_OUT)/kcidb.json $(MATRIX_OUT)
 
+# The suites as a kselftest collection (docs/kselftest.md): installed, then
+# run by the kernel's own runner in vng on each of $(KSELFTEST_KERNELS) and
+# on this machine's kernel, each output parsed by the kernel's kunit.py
+# (scripts/kselftest.sh; about 12 min here, under TCG).
+KSELFTEST_KERNELS ?= debian:7.3 debian:6.12
+kselftest: DEPS = vm vng
+kselftest: deps build
+	./scripts/kselftest.sh $(KSELFTEST_KERNELS)
+
+# The collection in a LAVA job run by LAVA's own dispatcher (lava-run) on
+# $(KERNEL), read back into a report and a KCIDB file (scripts/lava.sh;
+# about 5 min here, under TCG).
+lava: DEPS = lava
+lava: deps build
+	./scripts/lava.sh $(KERNEL) lava-out
+
 # Proof that bisection finds a bad commit (not in CI: it builds a kernel,
 # 9-14 min the first time): see scripts/bisect-demo.sh.
 bisect-demo: build
@@ -122,4 +139,4 @@ profile: deps build
 	./xmitcheck bench profile --kernel $(KERNEL) -subtests 2 $(PROFILE_PKGS)
 
 clean:
-	rm -rf xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log $(MATRIX_OUT)
+	rm -rf xmitcheck xmitcheck.ktap xmitcheck.junit.xml discriminate.log $(MATRIX_OUT) kselftest-out lava-out

@@ -7,9 +7,10 @@ package xmitcheck
 import "embed"
 
 // Source is every package the suites' test binaries and cmd/xmitcheck are
-// built from, with go.mod and go.sum: a module root. Whole directories are
+// built from, with go.mod and go.sum: a module root; and lava/, the LAVA
+// test definition an installed kselftest collection carries. Whole directories are
 // embedded (their few kilobytes of testdata too) so that a new package or
 // file cannot be left out; cmd/xmitcheck's tests hold it to go list -deps.
 //
-//go:embed go.mod go.sum source.go cmd internal kernels suites vmtest
+//go:embed go.mod go.sum source.go cmd internal kernels lava suites vmtest
 var Source embed.FS

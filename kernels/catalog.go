@@ -111,12 +111,38 @@ func validNames() string {
 // dash-separated word, so the generic pattern never matches an rt or cloud
 // image, and -dbg packages and meta-packages never match.
 func (s series) imagePattern() *regexp.Regexp {
-	abi := `(` + regexp.QuoteMeta(s.upstream) + `\.[0-9]+(?:-[0-9]+|\+deb[0-9]+)?)`
+	abi := s.abiPattern()
 	flavour := regexp.QuoteMeta("-" + s.flavour)
 	if s.split {
 		return regexp.MustCompile(`^linux-binary-unsigned-` + abi + flavour + `$`)
 	}
 	return regexp.MustCompile(`^linux-image-` + abi + flavour + `-unsigned$`)
+}
+
+// NameOfRelease returns the catalog kernel whose Debian packages build a
+// kernel of this release (uname -r): "7.3.4+deb13-amd64" is debian:7.3,
+// "6.12.117+deb13-rt-amd64" debian:6.12-rt. A release of no catalog series
+// (a kernel built elsewhere) has none.
+func NameOfRelease(release string) (string, bool) {
+	for _, s := range debianSeries {
+		if s.releasePattern().MatchString(release) {
+			return s.Name, true
+		}
+	}
+	return "", false
+}
+
+// abiPattern matches the ABI of the series' packages ("7.3.4+deb13",
+// "6.1.0-50"), without a dash-separated word: a flavour never matches
+// another's.
+func (s series) abiPattern() string {
+	return `(` + regexp.QuoteMeta(s.upstream) + `\.[0-9]+(?:-[0-9]+|\+deb[0-9]+)?)`
+}
+
+// releasePattern matches the release (uname -r) of the series' kernels:
+// the ABI, then the flavour.
+func (s series) releasePattern() *regexp.Regexp {
+	return regexp.MustCompile(`^` + s.abiPattern() + regexp.QuoteMeta("-"+s.flavour) + `$`)
 }
 
 // CheckVng returns an error when virtme-ng cannot boot the named kernel:

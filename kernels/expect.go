@@ -24,8 +24,18 @@ const ReferenceKernel = "debian:7.3"
 // Expectations returns every line of the expectation file, by kernel name
 // ("debian:7.3").
 func Expectations() (map[string]expect.Expectation, error) {
+	return ParseExpectations(expectations, "kernels/expectations")
+}
+
+// ExpectationsFile is the expectation file's text, as xmitcheck was built
+// with it (an installed kselftest collection carries a copy).
+func ExpectationsFile() string { return expectations }
+
+// ParseExpectations reads an expectation file's text (file names it in
+// errors): one expectation per kernel name.
+func ParseExpectations(text, file string) (map[string]expect.Expectation, error) {
 	out := map[string]expect.Expectation{}
-	sc := bufio.NewScanner(strings.NewReader(expectations))
+	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -34,10 +44,10 @@ func Expectations() (map[string]expect.Expectation, error) {
 		name, spec, _ := strings.Cut(line, " ")
 		e, err := expect.Parse(spec)
 		if err != nil {
-			return nil, fmt.Errorf("kernels/expectations:%d: %w", n, err)
+			return nil, fmt.Errorf("%s:%d: %w", file, n, err)
 		}
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("kernels/expectations:%d: %s twice", n, name)
+			return nil, fmt.Errorf("%s:%d: %s twice", file, n, name)
 		}
 		out[name] = e
 	}
@@ -59,13 +69,7 @@ func Expect(k *Kernel) (expect.Expectation, string, error) {
 		return expect.Expectation{}, "", err
 	}
 	if k.Host {
-		e := expect.Expectation{Known: map[feature.Issue]bool{}}
-		for _, x := range all {
-			maps.Copy(e.Known, x.Known)
-		}
-		source := "seeds not judged: the running kernel has no expectation (--expect gives one); " +
-			"the known issues of kernels/expectations"
-		return e, source, nil
+		return unjudged(all, "kernels/expectations"), unjudgedSource("kernels/expectations"), nil
 	}
 	if e, ok := all[k.Name]; ok {
 		return e, "kernels/expectations", nil
@@ -74,4 +78,46 @@ func Expect(k *Kernel) (expect.Expectation, string, error) {
 	source := "the seeds and known issues of " + ReferenceKernel +
 		" (not in kernels/expectations; --expect says otherwise)"
 	return expect.Expectation{Seeds: ref.Seeds, Known: ref.Known}, source, nil
+}
+
+// ExpectRunning is what the running kernel must show when the suites run
+// outside xmitcheck's runner (an installed kselftest collection), by the
+// expectation file's text (file names it): the line of name, a catalog
+// name the caller gives ("" for none), else of the catalog kernel its
+// release is (NameOfRelease), else none: then, as for --kernel host, no
+// seed is judged and the known issues of every line are allowed. It
+// returns the name it took ("" for none) and where e comes from.
+func ExpectRunning(text, file, name, release string) (e expect.Expectation, source, took string, err error) {
+	all, err := ParseExpectations(text, file)
+	if err != nil {
+		return expect.Expectation{}, "", "", err
+	}
+	how := "named by the caller"
+	if name == "" {
+		name, _ = NameOfRelease(release)
+		how = "the catalog kernel of release " + release
+	}
+	if name == "" {
+		return unjudged(all, file), unjudgedSource(file), "", nil
+	}
+	e, ok := all[name]
+	if !ok {
+		return expect.Expectation{}, "", "", fmt.Errorf("%s has no line for %s (%s): name a kernel it has, "+
+			"or none to judge no seed", file, name, how)
+	}
+	return e, file + " (" + name + ", " + how + ")", name, nil
+}
+
+// unjudged is the running kernel's expectation: no seed judged, the known
+// issues of every line allowed (upstream defects any kernel may carry).
+func unjudged(all map[string]expect.Expectation, file string) expect.Expectation {
+	e := expect.Expectation{Known: map[feature.Issue]bool{}}
+	for _, x := range all {
+		maps.Copy(e.Known, x.Known)
+	}
+	return e
+}
+
+func unjudgedSource(file string) string {
+	return "seeds not judged: the running kernel has no expectation (--expect gives one); the known issues of " + file
 }

@@ -44,3 +44,34 @@ func TestExpectHost(t *testing.T) {
 		assert.Check(t, e.Known[i], "an upstream defect may show on any kernel: %s", i)
 	}
 }
+
+// TestExpectRunning: an installed collection judges the running kernel by
+// the line its caller names, else by its release's catalog kernel, else by
+// none (seeds not judged, as for --kernel host).
+func TestExpectRunning(t *testing.T) {
+	text := ExpectationsFile()
+	e, src, took, err := ExpectRunning(text, "DIR/expectations", "", "6.12.117+deb13-amd64")
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(took, "debian:6.12"))
+	assert.Check(t, is.Contains(src, "debian:6.12, the catalog kernel of release 6.12.117+deb13-amd64"))
+	assert.Check(t, !e.Seeds[feature.Seed000Tun] && e.Seeds[feature.Seed004])
+
+	e, src, took, err = ExpectRunning(text, "DIR/expectations", "debian:7.3", "6.12.117+deb13-amd64")
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(took, "debian:7.3"), "the caller's name wins over the release")
+	assert.Check(t, is.Contains(src, "named by the caller"))
+	assert.Check(t, e.Seeds[feature.Seed000Tun])
+
+	e, src, took, err = ExpectRunning(text, "DIR/expectations", "", "7.3.4")
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(took, ""), "a self-built 7.3.4 is no catalog kernel")
+	assert.Check(t, is.Len(e.Seeds, 0))
+	assert.Check(t, e.Known[feature.IssueDevmapSameDevice], "the known issues of every line")
+	assert.Check(t, is.Contains(src, "seeds not judged"))
+
+	_, _, _, err = ExpectRunning(text, "DIR/expectations", "build:mine", "7.3.4")
+	assert.ErrorContains(t, err, "DIR/expectations has no line for build:mine (named by the caller)")
+
+	_, _, _, err = ExpectRunning("debian:7.3 000 nonsense\n", "DIR/expectations", "", "7.3.4")
+	assert.ErrorContains(t, err, `DIR/expectations:1: expectation "000 nonsense": unknown item "nonsense"`)
+}

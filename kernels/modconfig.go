@@ -2,6 +2,9 @@ package kernels
 
 import (
 	"bufio"
+	"compress/gzip"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +22,12 @@ var moduleOption = map[string]string{
 	"sch_netem":      "CONFIG_NET_SCH_NETEM",
 	"sch_ingress":    "CONFIG_NET_SCH_INGRESS",
 	"cls_bpf":        "CONFIG_NET_CLS_BPF",
+}
+
+// ModuleOption is the config option that builds a module of GuestModules
+// ("CONFIG_TUN" for tun; '-' and '_' are the same), "" for another.
+func ModuleOption(name string) string {
+	return moduleOption[strings.ReplaceAll(name, "-", "_")]
 }
 
 // UnloadableModules returns the modules of names that k builds as modules
@@ -53,17 +62,35 @@ func UnloadableModules(k *Kernel, names []string) []string {
 // readConfig reads a kernel .config's options ("CONFIG_X" → "y", "m", …);
 // nil when there is none.
 func readConfig(path string) map[string]string {
+	opts, _ := ReadConfig(path)
+	return opts
+}
+
+// ReadConfig reads a kernel config's options ("CONFIG_X" → "y", "m", …),
+// gzipped when its name ends in .gz (/proc/config.gz).
+func ReadConfig(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = zr
+	}
 	opts := map[string]string{}
-	s := bufio.NewScanner(f)
+	s := bufio.NewScanner(r)
 	for s.Scan() {
 		if k, v, ok := strings.Cut(s.Text(), "="); ok && strings.HasPrefix(k, "CONFIG_") {
 			opts[k] = v
 		}
 	}
-	return opts
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return opts, nil
 }

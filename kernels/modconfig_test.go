@@ -1,8 +1,11 @@
 package kernels
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -34,4 +37,45 @@ func TestEveryGuestModuleHasItsOption(t *testing.T) {
 		assert.Check(t, moduleOption[m] != "", "%s has no config option in moduleOption", m)
 	}
 	assert.Check(t, is.Len(moduleOption, len(GuestModules)), "moduleOption lists a module GuestModules does not")
+}
+
+// TestReadConfig reads a plain config and a gzipped one (/proc/config.gz).
+func TestReadConfig(t *testing.T) {
+	dir := t.TempDir()
+	text := "CONFIG_TUN=y\n# CONFIG_VETH is not set\nCONFIG_VHOST_NET=m\n"
+	plain := filepath.Join(dir, "config")
+	assert.NilError(t, os.WriteFile(plain, []byte(text), 0o644))
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(text))
+	assert.NilError(t, zw.Close())
+	gz := filepath.Join(dir, "config.gz")
+	assert.NilError(t, os.WriteFile(gz, b.Bytes(), 0o644))
+	for _, p := range []string{plain, gz} {
+		c, err := ReadConfig(p)
+		assert.NilError(t, err, p)
+		assert.Check(t, is.DeepEqual(c, map[string]string{"CONFIG_TUN": "y", "CONFIG_VHOST_NET": "m"}), p)
+	}
+	_, err := ReadConfig(filepath.Join(dir, "none"))
+	assert.Check(t, os.IsNotExist(err))
+	assert.NilError(t, os.WriteFile(gz, []byte(text), 0o644))
+	_, err = ReadConfig(gz)
+	assert.ErrorContains(t, err, "config.gz")
+	assert.Check(t, is.Equal(ModuleOption("vhost-net"), "CONFIG_VHOST_NET"))
+	assert.Check(t, is.Equal(ModuleOption("geneve"), ""))
+}
+
+// TestSuiteModules: every suite's modules are guest modules (each with its
+// option), and every suite has its list.
+func TestSuiteModules(t *testing.T) {
+	suites, err := filepath.Glob("../suites/*")
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(SuiteModules, len(suites)))
+	for _, s := range suites {
+		mods, ok := SuiteModules[filepath.Base(s)]
+		assert.Check(t, ok, "suites/%s has no SuiteModules line", filepath.Base(s))
+		for _, m := range mods {
+			assert.Check(t, slices.Contains(GuestModules, m), "%s: %s is not a guest module", s, m)
+		}
+	}
 }

@@ -40,6 +40,17 @@ var GuestModules = []string{
 	"cls_bpf",
 }
 
+// SuiteModules are the modules each suite (suites/NAME) needs, of
+// GuestModules: an installed kselftest collection loads them before the
+// suite runs, and skips the suite when the kernel builds one as a module
+// it cannot load.
+var SuiteModules = map[string][]string{
+	"tun":    {"tun", "af_packet", "sch_fq_codel"},
+	"vhost":  {"tun", "vhost_net", "af_packet", "sch_fq_codel"},
+	"qdisc":  {"veth", "tun", "af_packet", "sch_fq_codel"},
+	"devmap": {"veth", "tun", "af_packet", "sch_ingress", "cls_bpf"},
+}
+
 // Module is one loadable module file.
 type Module struct {
 	// Name is the module name with underscores, as lsmod shows it.

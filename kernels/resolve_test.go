@@ -86,3 +86,25 @@ func TestDefaultCacheDir(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(d, filepath.Join("/home/u", ".cache", "xmitcheck", "kernels")))
 }
+
+// TestNameOfRelease: a release names its catalog kernel by the series'
+// ABI and flavour; another flavour's or a self-built release names none.
+func TestNameOfRelease(t *testing.T) {
+	for release, want := range map[string]string{
+		"7.3.4+deb13-amd64":       "debian:7.3",
+		"7.3.4+deb13-rt-amd64":    "debian:7.3-rt",
+		"7.3.4+deb13-cloud-amd64": "debian:7.3-cloud",
+		"7.2.13+deb14-amd64":      "debian:7.2",
+		"6.12.117+deb13-amd64":    "debian:6.12",
+		"6.1.0-50-amd64":          "debian:6.1",
+		"5.10.0-32-amd64":         "debian:5.10",
+		"7.3.4":                   "",
+		"6.18.44-fc-v1272":        "",
+		"7.3.4+deb13-arm64":       "",
+		"6.12.117+deb13-amd64x":   "",
+	} {
+		got, ok := NameOfRelease(release)
+		assert.Check(t, is.Equal(got, want), release)
+		assert.Check(t, is.Equal(ok, want != ""), release)
+	}
+}

@@ -23,6 +23,45 @@ func Source(ctx context.Context, name, dir string, opts Options) (string, error)
 	if _, err := os.Lstat(tree); err == nil {
 		return "", fmt.Errorf("%s exists: remove it, or build it as it is (xmitcheck kernels build --tree %[1]s)", tree)
 	}
+	_, err := fetchSource(ctx, s, dir, nil, opts, func(unpacked string) error {
+		return os.Rename(unpacked, tree)
+	})
+	if err != nil {
+		return "", err
+	}
+	return tree, nil
+}
+
+// SourceFiles fetches Debian's linux-source package of a catalog kernel,
+// as Source does, and unpacks only members (paths in the tree, files or
+// directories) into dir, at their paths in the tree. It returns the
+// package's version.
+func SourceFiles(ctx context.Context, name string, members []string, dir string, opts Options) (string, error) {
+	s, ok := lookupSeries(name)
+	if !ok {
+		return "", fmt.Errorf("%w %q: the sources come with the catalog's Debian kernels: %s",
+			ErrUnknownKernel, name, validNames())
+	}
+	return fetchSource(ctx, s, dir, members, opts, func(unpacked string) error {
+		for _, m := range members {
+			to := filepath.Join(dir, m)
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return err
+			}
+			if err := os.Rename(filepath.Join(unpacked, m), to); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// fetchSource downloads s's linux-source package into a temporary
+// directory in dir, unpacks its tarball there (only members of the tree,
+// when given) and hands keep the unpacked tree before the rest is
+// removed. It returns the package's version.
+func fetchSource(ctx context.Context, s series, dir string, members []string, opts Options,
+	keep func(unpacked string) error) (string, error) {
 	cache, err := opts.cacheDir()
 	if err != nil {
 		return "", err
@@ -55,6 +94,9 @@ func Source(ctx context.Context, name, dir string, opts Options) (string, error)
 		return "", err
 	}
 	src := debs[0]
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	tmp, err := os.MkdirTemp(dir, ".linux-source-"+s.upstream+".tmp-")
 	if err != nil {
 		return "", fmt.Errorf("unpacking into %s: %w", dir, err)
@@ -71,13 +113,15 @@ func Source(ctx context.Context, name, dir string, opts Options) (string, error)
 	if err := extractDeb(ctx, deb, filepath.Join(tmp, "deb")); err != nil {
 		return "", err
 	}
-	tarball := filepath.Join(tmp, "deb", "usr", "src", "linux-source-"+s.upstream+".tar.xz")
+	top := "linux-source-" + s.upstream
+	tarball := filepath.Join(tmp, "deb", "usr", "src", top+".tar.xz")
 	note(opts.Progress, "unpacking %s…", filepath.Base(tarball))
-	if out, err := exec.CommandContext(ctx, "tar", "-xf", tarball, "-C", tmp).CombinedOutput(); err != nil {
+	args := []string{"-xf", tarball, "-C", tmp}
+	for _, m := range members {
+		args = append(args, top+"/"+m)
+	}
+	if out, err := exec.CommandContext(ctx, "tar", args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("tar -xf %s: %v: %s", filepath.Base(tarball), err, strings.TrimSpace(string(out)))
 	}
-	if err := os.Rename(filepath.Join(tmp, "linux-source-"+s.upstream), tree); err != nil {
-		return "", err
-	}
-	return tree, nil
+	return src.Version, keep(filepath.Join(tmp, top))
 }

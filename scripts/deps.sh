@@ -9,6 +9,9 @@
 #   browser  the report's browser test (Chromium)
 #   kbuild   `xmitcheck kernels build` (gcc, make, flex, bison, bc, libelf,
 #            libssl, pahole, ccache, patch)
+#   lava     scripts/lava.sh: LAVA's dispatcher (lava-run, Debian's
+#            lava-dispatcher, about 140 packages with libguestfs: not in the
+#            default set) and a static busybox for the job's ramdisk
 # and the Go modules. Idempotent: what is there already is not installed
 # again.
 set -euo pipefail
@@ -23,7 +26,8 @@ for g in "${groups[@]}"; do
 	bpf) pkgs+=(clang llvm libbpf-dev linux-libc-dev) ;;
 	browser) pkgs+=(chromium) ;;
 	kbuild) pkgs+=(gcc make flex bison bc libelf-dev libssl-dev dwarves ccache patch xz-utils) ;;
-	*) echo "deps: unknown group $g: use vm, vng, bpf, browser or kbuild" >&2; exit 2 ;;
+	lava) pkgs+=(lava-dispatcher busybox-static qemu-system-x86 python3-jinja2 python3-yaml) ;;
+	*) echo "deps: unknown group $g: use vm, vng, bpf, browser, kbuild or lava" >&2; exit 2 ;;
 	esac
 done
 need_vng=false

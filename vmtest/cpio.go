@@ -9,13 +9,18 @@ import (
 	"strings"
 )
 
-// cpioWriter writes the "newc" cpio format the kernel unpacks into the
+// NewCPIO returns a writer of the "newc" cpio format onto w; Close writes
+// the trailer. The native backend's initramfs and the LAVA job's ramdisk
+// are written with it.
+func NewCPIO(w io.Writer) *CPIO { return &CPIO{w: w} }
+
+// CPIO writes the "newc" cpio format the kernel unpacks into the
 // initramfs (Documentation/driver-api/early-userspace/buffer-format.rst):
 //
 //	c_magic "070701", then 13 fields of 8 hex digits: c_ino c_mode c_uid
 //	c_gid c_nlink c_mtime c_filesize c_maj c_min c_rmaj c_rmin c_namesize
 //	c_chksum; the name with its NUL, padded to 4; the data, padded to 4.
-type cpioWriter struct {
+type CPIO struct {
 	w   io.Writer
 	ino uint32
 	// dirs are the directories the archive has.
@@ -29,7 +34,7 @@ const (
 	cpioChar = 0o020000
 )
 
-func (c *cpioWriter) header(name string, mode, size, rmaj, rmin uint32) error {
+func (c *CPIO) header(name string, mode, size, rmaj, rmin uint32) error {
 	name = strings.TrimPrefix(name, "/")
 	c.ino++
 	nlink := uint32(1)
@@ -44,7 +49,7 @@ func (c *cpioWriter) header(name string, mode, size, rmaj, rmin uint32) error {
 	return c.pad(len(h) + len(name) + 1)
 }
 
-func (c *cpioWriter) pad(n int) error {
+func (c *CPIO) pad(n int) error {
 	if r := n % 4; r != 0 {
 		_, err := c.w.Write(make([]byte, 4-r))
 		return err
@@ -53,7 +58,7 @@ func (c *cpioWriter) pad(n int) error {
 }
 
 // Dir adds a directory.
-func (c *cpioWriter) Dir(name string) error {
+func (c *CPIO) Dir(name string) error {
 	if c.dirs == nil {
 		c.dirs = map[string]bool{}
 	}
@@ -62,12 +67,12 @@ func (c *cpioWriter) Dir(name string) error {
 }
 
 // CharDev adds a character device node.
-func (c *cpioWriter) CharDev(name string, major, minor uint32) error {
+func (c *CPIO) CharDev(name string, major, minor uint32) error {
 	return c.header(name, cpioChar|0o600, 0, major, minor)
 }
 
 // Bytes adds a regular file holding data.
-func (c *cpioWriter) Bytes(name string, perm uint32, data []byte) error {
+func (c *CPIO) Bytes(name string, perm uint32, data []byte) error {
 	if err := c.header(name, cpioReg|perm, uint32(len(data)), 0, 0); err != nil {
 		return err
 	}
@@ -78,7 +83,7 @@ func (c *cpioWriter) Bytes(name string, perm uint32, data []byte) error {
 }
 
 // Copy adds a regular file with the contents of the host file src.
-func (c *cpioWriter) Copy(name string, perm uint32, src string) error {
+func (c *CPIO) Copy(name string, perm uint32, src string) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -106,7 +111,7 @@ func (c *cpioWriter) Copy(name string, perm uint32, src string) error {
 
 // CopyAt adds the host file at the same absolute path in the archive,
 // after the directories above it that the archive lacks.
-func (c *cpioWriter) CopyAt(path string, perm uint32) error {
+func (c *CPIO) CopyAt(path string, perm uint32) error {
 	name := strings.TrimPrefix(filepath.Clean(path), "/")
 	var missing []string
 	for d := filepath.Dir(name); d != "." && !c.dirs[d]; d = filepath.Dir(d) {
@@ -121,6 +126,6 @@ func (c *cpioWriter) CopyAt(path string, perm uint32) error {
 }
 
 // Close writes the trailer entry.
-func (c *cpioWriter) Close() error {
+func (c *CPIO) Close() error {
 	return c.header("TRAILER!!!", 0, 0, 0, 0)
 }

@@ -58,7 +58,7 @@ func readCPIO(b []byte) ([]cpioEntry, error) {
 
 func TestCPIORoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	c := &cpioWriter{w: &buf}
+	c := &CPIO{w: &buf}
 	assert.NilError(t, c.Dir("dev"))
 	assert.NilError(t, c.CharDev("dev/console", 5, 1))
 	assert.NilError(t, c.Bytes("/a", 0o644, []byte("x")))

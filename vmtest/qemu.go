@@ -49,11 +49,11 @@ type qemuConfig struct {
 // CR3 switch at every kernel entry flushes TCG's software TLB, retpolines,
 // return thunks) cost the emulator most: ./suites/devmap on debian:7.3
 // took 34 s instead of 76 s, and the boot 4.6 s instead of 7.8 s.
-const kernelCmdline = "console=ttyS0 panic=-1 quiet loglevel=5 " + guestTuning + " rdinit=/init"
+const kernelCmdline = "console=ttyS0 panic=-1 quiet loglevel=5 " + GuestTuning + " rdinit=/init"
 
-// guestTuning is what both backends add to the command line (see
+// GuestTuning is what both backends, and the LAVA job, add to the command line (see
 // kernelCmdline).
-const guestTuning = "tsc=reliable no_timer_check mitigations=off"
+const GuestTuning = "tsc=reliable no_timer_check mitigations=off"
 
 // qemuArgs is the qemu-system-x86_64 argv (without argv[0]). The console
 // goes to qemu's stdout; no default devices, no network, no display.

@@ -111,7 +111,7 @@ func (n *Vng) Run(ctx context.Context, k *kernels.Kernel, job Job, sink Sink) (*
 func vngArgs(k *kernels.Kernel, accel string, job Job, init, spec, bios string) []string {
 	args := []string{"--run", k.Vmlinuz, "--user", "root", "--verbose",
 		"--cpus", fmt.Sprint(job.CPUs), "--memory", fmt.Sprintf("%dM", job.MemoryMB),
-		"--append", guestTuning, "--disable-microvm"}
+		"--append", GuestTuning, "--disable-microvm"}
 	var opts []string
 	if accel != "kvm" {
 		args = append(args, "--disable-kvm")

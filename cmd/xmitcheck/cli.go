@@ -26,6 +26,10 @@ Commands:
   bisect [flags] [PKG...]   one step of git bisect run: build --tree (default .), run, judge
   suites build -o DIR [PKG...]
                             compile the suites' test binaries into DIR, nothing booted
+  suites install -o DIR [PKG...]
+                            write a kselftest collection for the kernel's own runner (docs/kselftest.md)
+  kselftest SUITE [flags]   an installed collection's test: one suite on the running kernel, KTAP
+  lava job|results ...      a LAVA job of an installed collection; its log read back for report
   bench boot [flags]        measure boot-to-first-test per backend
   bench profile [flags] [PKG...]
                             per test, the seconds in setup, traffic, waits and teardown
@@ -67,14 +71,18 @@ func run(args []string) int {
 		code, err = cmdReport(rest)
 	case "suites":
 		err = cmdSuites(rest)
+	case "kselftest":
+		return cmdKselftest(rest)
+	case "lava":
+		code, err = cmdLava(rest)
 	case "version":
 		err = cmdVersion(rest)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return exitOK
 	default:
-		err = usagef("unknown command %q: use run, exec, kernels, matrix, report, compare, bisect, suites, bench "+
-			"or version (xmitcheck -h)", cmd)
+		err = usagef("unknown command %q: use run, exec, kernels, matrix, report, compare, bisect, suites, kselftest, "+
+			"lava, bench or version (xmitcheck -h)", cmd)
 	}
 	if errors.Is(err, errHelp) {
 		return exitOK

@@ -88,6 +88,21 @@ func TestBadInputOneLine(t *testing.T) {
 		{"CompareMaxRegression", nil,
 			[]string{"compare", "--base", "debian:7.2", "--patched", "debian:7.3", "--max-regression", "-5"},
 			"--max-regression -5: give a percentage above 0"},
+		{"InstallNoOut", nil, []string{"suites", "install"}, "suites install: give -o DIR"},
+		{"InstallBadExpect", nil, []string{"suites", "install", "-o", "k", "--expect", "00x"}, `unknown item "00x"`},
+		{"InstallShortTimeout", nil, []string{"suites", "install", "-o", "k", "--timeout", "10"},
+			"--timeout 10: give at least 60 seconds"},
+		{"InstallOverOtherFiles", nil, []string{"suites", "install", "-o", "/etc"},
+			"-o /etc: it holds other files, and install replaces the directory: give a new or empty one"},
+		{"InstallNoRunner", nil, []string{"suites", "install", "-o", "k", "--kselftest-from", "/"},
+			"--kselftest-from /: no tools/testing/selftests/run_kselftest.sh there: give a kernel source tree"},
+		{"LavaJobNoTree", nil, []string{"lava", "job", "-o", "j"}, "lava job: give --tree DIR"},
+		{"LavaJobNotACollection", nil, []string{"lava", "job", "--tree", "/", "-o", "j"},
+			"lava job --tree /: not an installed collection"},
+		{"LavaResultsNoLog", nil, []string{"lava", "results", "-o", "r"}, "lava results: give one job log and -o DIR"},
+		{"LavaResultsMissing", nil, []string{"lava", "results", "/no/such/log", "-o", "r"}, "/no/such/log"},
+		{"LavaResultsNotALog", nil, []string{"lava", "results", "/etc/hostname", "-o", "r"},
+			"is not a LAVA log entry ({dt, lvl, msg}): give the job's log"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stderr := xc(t, tc.env, nil, tc.args...)
@@ -123,7 +138,8 @@ func TestHostNeedsRoot(t *testing.T) {
 func TestHelpEverywhere(t *testing.T) {
 	for _, args := range [][]string{
 		{"run"}, {"exec"}, {"matrix"}, {"report"}, {"compare"}, {"bisect"}, {"bench"}, {"bench", "boot"},
-		{"bench", "profile"}, {"version"}, {"suites"}, {"suites", "build"},
+		{"bench", "profile"}, {"version"}, {"suites"}, {"suites", "build"}, {"suites", "install"},
+		{"kselftest"}, {"lava"}, {"lava", "job"}, {"lava", "results"},
 		{"kernels"}, {"kernels", "fetch"}, {"kernels", "config"}, {"kernels", "source"}, {"kernels", "build"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
 // tiny builds vmtest's guest test binary (its tests act only when
@@ -107,4 +110,57 @@ func TestAssertionShowsItsExpression(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	assert.Check(t, is.Contains(string(out), "assertion failed: answer is not 42"), "%s", out)
 	assert.Check(t, !strings.Contains(string(out), "failed to parse source file"))
+}
+
+// TestKselftestInVng installs the collection and runs one suite of it as
+// netdev's CI runs kselftests: the kernel's own runner in virtme-ng on
+// debian:7.3, the program given the test that shows seed 004 through the
+// runner's KSELFTEST_DEVMAP_ARGS. It passes, the seed is what
+// kernels/expectations says (the verdict xmitcheck run gives), and the
+// kernel's kunit.py parses the runner's KTAP.
+func TestKselftestInVng(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs the collection and boots debian:7.3 in vng: not with -short")
+	}
+	if _, err := exec.LookPath("vng"); err != nil {
+		t.Skip("vng not found: make deps installs it")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the suites need root")
+	}
+	start := time.Now()
+	cache, err := kernels.DefaultCacheDir()
+	assert.NilError(t, err)
+	dir, err := os.MkdirTemp(cache, "kselftest-e2e-") // the guest sees the host's root, not its /tmp
+	assert.NilError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tree := filepath.Join(dir, "kst")
+	install := exec.Command(xmitcheck, "suites", "install", "-o", tree, "./suites/devmap")
+	install.Dir = filepath.Join("..", "..")
+	out, err := install.CombinedOutput()
+	assert.NilError(t, err, "%s", out)
+	k, err := kernels.Resolve(context.Background(), "debian:7.3", kernels.Options{})
+	assert.NilError(t, err)
+	// The runner hands the program KSELFTEST_DEVMAP_ARGS: the seed's own
+	// test is enough to judge it.
+	runner := "KSELFTEST_DEVMAP_ARGS='-run ^TestOrdering$' " + filepath.Join(tree, "run_kselftest.sh") +
+		" -t xmitcheck:devmap"
+	vng := exec.Command("vng", "--run", k.Vmlinuz, "--disable-kvm", "--user", "root", "--cpus", "2", "--memory", "1024M",
+		"--exec", runner)
+	var stderr strings.Builder
+	vng.Stderr = &stderr
+	out, err = vng.Output() // a pipe: the runner appends to /dev/stdout
+	assert.NilError(t, err, "%s%s", out, stderr.String())
+	log := string(out)
+	assert.Check(t, is.Contains(log, "\nok 1 selftests: xmitcheck: devmap\n"), log)
+	assert.Check(t, is.Contains(log, "#     # 004: present (want present): "))
+	assert.Check(t, is.Contains(log, "# # module veth: loaded from /lib/modules/"+k.Release+"/"))
+
+	kunit := filepath.Join(cache, "kselftest-runner", "debian-7.3", "tools", "testing", "kunit", "kunit.py")
+	logFile := filepath.Join(dir, "devmap.log")
+	assert.NilError(t, os.WriteFile(logFile, out, 0o644))
+	parsed, err := exec.Command("python3", kunit, "parse", logFile).CombinedOutput()
+	assert.NilError(t, err, "%s", parsed)
+	assert.Check(t, is.Contains(string(parsed), "Testing complete. Ran 1 tests: passed: 1"))
+	t.Logf("install, vng boot, suites/devmap and the parse: %v", time.Since(start).Round(time.Second))
 }

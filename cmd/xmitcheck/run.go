@@ -347,7 +347,7 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 func runLane(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary,
 	verbose io.Writer, started time.Time) (run *results.Run, errs []error, err error) {
 	s := &resultSink{run: results.NewRun(k.Label()), kernel: k.Label(), progress: progress(), started: started,
-		verbose: verbose}
+		verbose: verbose, test2json: v.test2json}
 	defer s.heartbeat(30 * time.Second)()
 	retry := newEmulatorRetry(s.run, k.Label())
 	for queue := boots(bins); len(queue) > 0 && ctx.Err() == nil; {

@@ -23,6 +23,8 @@ type resultSink struct {
 	run     *results.Run
 	kernel  string    // the label, "debian:7.3 (7.3.4-1~bpo13+1)"
 	verbose io.Writer // nil unless -v: the tests' raw output
+	// test2json is the test2json program ("": go tool test2json).
+	test2json string
 
 	// mu guards run, running and begun against the converter goroutine,
 	// the console watcher and the heartbeat.
@@ -78,7 +80,7 @@ func (s *resultSink) Start(b vmtest.Binary) {
 	s.mu.Lock()
 	s.running, s.begun = b.Name, true
 	s.mu.Unlock()
-	c, err := results.StartConverter(b.Name, s.add)
+	c, err := results.StartConverterWith(s.test2json, b.Name, s.add)
 	if err != nil {
 		s.err = err
 		return

@@ -255,17 +255,22 @@ func removeStale(root, key string) {
 }
 
 const suitesAbout = `The suites' test binaries, without booting anything:
-  xmitcheck suites build -o DIR [-C CHECKOUT] [PKG...]   compile them (static, go test -c) into DIR`
+  xmitcheck suites build -o DIR [-C CHECKOUT] [PKG...]     compile them (static, go test -c) into DIR
+  xmitcheck suites install -o DIR [flags] [PKG...]         a kselftest collection for the kernel's runner`
 
 // cmdSuites is `xmitcheck suites build`: what run compiles, written to a
 // directory (to copy to a machine without Go, or to check that the suites
-// compile from wherever xmitcheck runs).
+// compile from wherever xmitcheck runs); and `suites install`, the same
+// as a kselftest collection (install.go).
 func cmdSuites(args []string) error {
+	if len(args) > 0 && args[0] == "install" {
+		return cmdInstall(args[1:])
+	}
 	if len(args) == 0 || args[0] != "build" {
-		if err := usageOnly("suites", "build -o DIR [PKG...]", suitesAbout, args); err != nil {
+		if err := usageOnly("suites", "build|install -o DIR [PKG...]", suitesAbout, args); err != nil {
 			return err
 		}
-		return usagef("suites: use suites build -o DIR [PKG...] (xmitcheck suites -h)")
+		return usagef("suites: use suites build -o DIR [PKG...] or suites install -o DIR (xmitcheck suites -h)")
 	}
 	fs := newFlags("suites build", "-o DIR [-C CHECKOUT] [PKG...]",
 		"Compile the suites' test binaries (default ./suites/...), static as run boots them, into DIR,\n"+

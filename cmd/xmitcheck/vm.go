@@ -43,6 +43,9 @@ type vmFlags struct {
 	suitesRev string
 	// env is added to the tests' environment (the cost pass's rounds).
 	env []string
+	// test2json is the test2json program that reads the test binaries'
+	// output ("": go tool test2json; an installed collection's own).
+	test2json string
 }
 
 func (v *vmFlags) register(fs *flag.FlagSet) {

@@ -23,3 +23,16 @@ func TestWorkflowMatrix(t *testing.T) {
 	}
 	assert.Check(t, is.DeepEqual(got, matrixKernels()))
 }
+
+// TestWorkflowKselftest: a job of the CI workflow runs the collection as
+// labs do (make kselftest: the kernel's runner in vng), so that path stays
+// tested.
+func TestWorkflowKselftest(t *testing.T) {
+	data, err := os.ReadFile("../../.github/workflows/ci.yml")
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(string(data), "\n  kselftest:\n"))
+	assert.Check(t, is.Contains(string(data), "run: make kselftest KSELFTEST_KERNELS=debian:7.3\n"))
+	mk, err := os.ReadFile("../../Makefile")
+	assert.NilError(t, err)
+	assert.Check(t, is.Contains(string(mk), "./scripts/kselftest.sh $(KSELFTEST_KERNELS)"))
+}

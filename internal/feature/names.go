@@ -81,16 +81,29 @@ const (
 	Seed004 Seed = "004"
 )
 
-// Seeds lists every Seed, in table order, with its one-line title.
+// Seeds lists every Seed, in table order, with the suite that tests it
+// (suites/SUITE) and its one-line title.
 var Seeds = []struct {
 	Seed  Seed
+	Suite string
 	Title string
 }{
-	{Seed000Tun, "tun/tap: a full ring stops the queue when a qdisc is present"},
-	{Seed000Vhost, "vhost-net: the consumer wakes the stopped queue"},
-	{Seed002, "tun: stop the queue at txqueuelen by default (2014)"},
-	{Seed003, "__netif_schedule() fast path while defer_list is not empty"},
-	{Seed004, "devmap programs run at bulk-queue flush"},
+	{Seed000Tun, "tun", "tun/tap: a full ring stops the queue when a qdisc is present"},
+	{Seed000Vhost, "vhost", "vhost-net: the consumer wakes the stopped queue"},
+	{Seed002, "tun", "tun: stop the queue at txqueuelen by default (2014)"},
+	{Seed003, "qdisc", "__netif_schedule() fast path while defer_list is not empty"},
+	{Seed004, "devmap", "devmap programs run at bulk-queue flush"},
+}
+
+// SuiteSeeds lists the seeds suites/suite tests, in table order.
+func SuiteSeeds(suite string) []Seed {
+	var out []Seed
+	for _, s := range Seeds {
+		if s.Suite == suite {
+			out = append(out, s.Seed)
+		}
+	}
+	return out
 }
 
 // Issue is a known kernel defect that a test reports as an expected

@@ -360,7 +360,12 @@ var notInID = regexp.MustCompile(`[^A-Za-z0-9._:+~-]`)
 var notInElement = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
 // element is s as one element of a path.
-func element(s string) string {
+func element(s string) string { return PathElement(s) }
+
+// PathElement is s as one element of a KCIDB test path: letters, digits,
+// _ and -, anything else _ ("flag=off" is "flag_off"). A lab's test case
+// names (the LAVA test definition's) are made the same way.
+func PathElement(s string) string {
 	if s == "" {
 		return "_"
 	}

@@ -15,27 +15,9 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 	fmt.Fprintln(bw, "KTAP version 1")
 	fmt.Fprintf(bw, "1..%d\n", len(runs))
 	for i, r := range runs {
-		pkgs := r.tree()
 		ind := "    "
-		n := len(pkgs)
-		verdicts := len(r.Verdicts)+len(r.Misses) > 0
-		if verdicts {
-			n++
-		}
-		if len(r.Costs) > 0 {
-			n++
-		}
-		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n%s1..%d\n", ind, ind, ktapName(r.title()), ind, n)
-		diag(bw, ind, r.Notes)
-		for j, p := range pkgs {
-			writeNode(bw, ind, j+1, p)
-		}
-		if verdicts {
-			writeVerdicts(bw, ind, len(pkgs)+1, r)
-		}
-		if len(r.Costs) > 0 {
-			writeCostsKTAP(bw, ind, n, r)
-		}
+		fmt.Fprintf(bw, "%sKTAP version 1\n%s# Subtest: %s\n", ind, ind, ktapName(r.title()))
+		writeBody(bw, ind, r)
 		st := Pass
 		if r.Failed() || r.Mismatched() || r.CostRegressed() {
 			st = Fail
@@ -46,6 +28,51 @@ func WriteKTAP(w io.Writer, runs []*Run) error {
 		result(bw, "", i+1, r.title(), st, "")
 	}
 	return bw.Flush()
+}
+
+// WriteKselftest writes one run as a kselftest's own KTAP, what a test of
+// an installed collection prints (the kernel's runner puts "# " before
+// each line): the kernel and the run's notes as diagnostics, its packages
+// and its verdicts at the top level, then kselftest.h's totals line.
+func WriteKselftest(w io.Writer, r *Run) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "KTAP version 1")
+	diag(bw, "", []string{"kernel: " + r.title()})
+	writeBody(bw, "", r)
+	if r.Err != nil {
+		diag(bw, "", []string{"error: " + r.Err.Error()})
+	}
+	c, errs := r.Counts(), 0
+	if r.Err != nil {
+		errs = 1
+	}
+	fmt.Fprintf(bw, "# Totals: pass:%d fail:%d xfail:%d xpass:0 skip:%d error:%d\n", c.Pass, c.Fail, c.XFail, c.Skip, errs)
+	return bw.Flush()
+}
+
+// writeBody writes a run's plan and results at ind: one result per
+// package, nested per test and subtest, then one for its verdicts.
+func writeBody(w io.Writer, ind string, r *Run) {
+	pkgs := r.tree()
+	n := len(pkgs)
+	verdicts := len(r.Verdicts)+len(r.Misses) > 0
+	if verdicts {
+		n++
+	}
+	if len(r.Costs) > 0 {
+		n++
+	}
+	fmt.Fprintf(w, "%s1..%d\n", ind, n)
+	diag(w, ind, r.Notes)
+	for j, p := range pkgs {
+		writeNode(w, ind, j+1, p)
+	}
+	if verdicts {
+		writeVerdicts(w, ind, len(pkgs)+1, r)
+	}
+	if len(r.Costs) > 0 {
+		writeCostsKTAP(w, ind, n, r)
+	}
 }
 
 // writeVerdicts writes the run's verdicts as a subtest: one result per

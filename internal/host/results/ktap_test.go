@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -60,4 +61,34 @@ func jsonTests(t *testing.T, r *Run, pkg string) []string {
 		}
 	}
 	return out
+}
+
+// TestWriteKselftest: one run as a kselftest's own KTAP: the kernel as a
+// diagnostic, a result per package and one for the verdicts at the top
+// level, each seed's state in the diagnostic before its result, and
+// kselftest.h's totals last.
+func TestWriteKselftest(t *testing.T) {
+	runs := recorded(t, expect510, expect73)
+	var b bytes.Buffer
+	assert.NilError(t, WriteKselftest(&b, runs[1]))
+	out := b.String()
+	checkKTAP(t, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Check(t, is.Equal(lines[0], "KTAP version 1"))
+	assert.Check(t, is.Equal(lines[1], "# kernel: debian:7.3 (7.3.4-1~bpo13+1)"))
+	assert.Check(t, is.Equal(lines[2], "1..3"), "two packages and the verdicts")
+	assert.Check(t, is.Contains(out, "\nok 1 suites/devmap\n"))
+	assert.Check(t, is.Contains(out, "\nok 2 suites/tun\n"))
+	assert.Check(t, is.Contains(out, "\n    # 000-tun: present (want present): passed:"))
+	assert.Check(t, is.Contains(out, "\nok 3 verdicts\n"))
+	c := runs[1].Counts()
+	assert.Check(t, is.Equal(lines[len(lines)-1],
+		fmt.Sprintf("# Totals: pass:%d fail:0 xfail:%d xpass:0 skip:%d error:0", c.Pass, c.XFail, c.Skip)))
+
+	b.Reset()
+	runs = recorded(t, "000 !002 004", expect73) // 5.10 told it has 000 and 004
+	assert.NilError(t, WriteKselftest(&b, runs[0]))
+	checkKTAP(t, b.String())
+	assert.Check(t, is.Contains(b.String(), "\nnot ok 3 verdicts\n"))
+	assert.Check(t, is.Contains(b.String(), "\n    not ok 1 000-tun\n"))
 }

@@ -52,10 +52,7 @@ func (r *Run) Snapshot() Snapshot {
 	if r.Err != nil {
 		s.Err = r.Err.Error()
 	}
-	for _, t := range r.Tests {
-		if t.Name == "" || r.hasChildren(t) {
-			continue
-		}
+	for _, t := range r.Leaves() {
 		st := SnapshotTest{Package: ShortPackage(t.Package), Name: t.Name, Status: t.Status, Elapsed: t.Elapsed}
 		switch t.Status {
 		case Fail:
@@ -69,4 +66,32 @@ func (r *Run) Snapshot() Snapshot {
 		s.Tests = append(s.Tests, st)
 	}
 	return s
+}
+
+// Leaves are the run's leaf tests (no subtests of their own), in the order
+// they started: what the reports list.
+func (r *Run) Leaves() []*Test {
+	var out []*Test
+	for _, t := range r.Tests {
+		if t.Name != "" && !r.hasChildren(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Why is why the test ended as it did, on one line: the first failing
+// line of a failure, the reason of a skip or an expected failure; "" for
+// a pass.
+func (t *Test) Why() string {
+	switch t.Status {
+	case Fail:
+		if t.Judged != "" {
+			return t.Judged
+		}
+		return t.firstFailure()
+	case Skip, XFail:
+		return t.Reason()
+	}
+	return ""
 }

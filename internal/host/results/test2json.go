@@ -23,7 +23,19 @@ type Converter struct {
 // StartConverter starts converting the output of the test binary of package
 // pkg. emit gets every event, one at a time, from a goroutine of its own.
 func StartConverter(pkg string, emit func(Event)) (*Converter, error) {
-	cmd := exec.Command("go", "tool", "test2json", "-t", "-p", pkg)
+	return StartConverterWith("", pkg, emit)
+}
+
+// StartConverterWith is StartConverter through the test2json program at
+// path (cmd/test2json built on its own, as an installed kselftest
+// collection carries it, where there is no go command); "" is `go tool
+// test2json`.
+func StartConverterWith(path, pkg string, emit func(Event)) (*Converter, error) {
+	argv := []string{"go", "tool", "test2json"}
+	if path != "" {
+		argv = []string{path}
+	}
+	cmd := exec.Command(argv[0], append(argv[1:], "-t", "-p", pkg)...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -34,6 +46,9 @@ func StartConverter(pkg string, emit func(Event)) (*Converter, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
+		if path != "" {
+			return nil, fmt.Errorf("%s: %w (the collection's test2json: install the collection again)", path, err)
+		}
 		return nil, fmt.Errorf("go tool test2json: %w (xmitcheck needs the go command to build and read tests)", err)
 	}
 	c := &Converter{cmd: cmd, in: in, done: make(chan struct{})}

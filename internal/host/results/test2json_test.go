@@ -1,6 +1,9 @@
 package results
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,8 +15,23 @@ import (
 
 // TestConverter feeds raw -test.v=test2json output (go test's framing
 // lines start with ^V), cut in odd places, and checks the events and the
-// package's own verdict that come out.
+// package's own verdict that come out: through go tool test2json, and
+// through cmd/test2json built on its own, as an installed kselftest
+// collection carries it.
 func TestConverter(t *testing.T) {
+	built := filepath.Join(t.TempDir(), "test2json")
+	build := exec.Command("go", "build", "-o", built, "cmd/test2json")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	assert.NilError(t, err, "%s", out)
+	for name, path := range map[string]string{"go tool": "", "built": built} {
+		t.Run(name, func(t *testing.T) { testConverter(t, path) })
+	}
+	_, err = StartConverterWith(filepath.Join(t.TempDir(), "none"), "p", func(Event) {})
+	assert.ErrorContains(t, err, "the collection's test2json: install the collection again")
+}
+
+func testConverter(t *testing.T, test2json string) {
 	const pkg = "example.org/suites/a"
 	for _, tc := range []struct {
 		name, out string
@@ -46,7 +64,7 @@ func TestConverter(t *testing.T) {
 			var mu sync.Mutex
 			var got []string
 			var output strings.Builder
-			c, err := StartConverter(pkg, func(e Event) {
+			c, err := StartConverterWith(test2json, pkg, func(e Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				assert.Check(t, is.Equal(e.Package, pkg))
