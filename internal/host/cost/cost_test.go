@@ -28,8 +28,8 @@ func TestParseLine(t *testing.T) {
 // Ratios 0, 0.5, 1 (a zero): the mean of them, 0.5, sd 0.5, the lower
 // bound cut at -100 %.
 func TestPaired(t *testing.T) {
-	c, ok := paired([]float64{10, 10, 10}, []float64{9, 10, 11})
-	assert.Assert(t, ok)
+	c, err := paired([]float64{10, 10, 10}, []float64{9, 10, 11})
+	assert.NilError(t, err)
 	logs := []float64{math.Log(0.9), 0, math.Log(1.1)}
 	mean, sd := meanSD(logs)
 	half := 4.303 * sd / math.Sqrt(3)
@@ -38,17 +38,20 @@ func TestPaired(t *testing.T) {
 	assert.Assert(t, math.Abs(c.Hi-(math.Exp(mean+half)-1)*100) < 1e-9, "%+v", c)
 	assert.Equal(t, c.Rounds, 3)
 
-	c, ok = paired([]float64{10, 10, 10}, []float64{0, 5, 10})
-	assert.Assert(t, ok)
+	c, err = paired([]float64{10, 10, 10}, []float64{0, 5, 10})
+	assert.NilError(t, err)
 	assert.Assert(t, !c.Geometric)
 	assert.Assert(t, math.Abs(c.Pct-(-50)) < 1e-9, "%+v", c)
 	assert.Equal(t, c.Lo, -100.0)
 	assert.Assert(t, math.Abs(c.Hi-(0.5+4.303*0.5/math.Sqrt(3)-1)*100) < 1e-9, "%+v", c)
 
-	_, ok = paired([]float64{10}, []float64{9})
-	assert.Assert(t, !ok, "one round has no interval")
-	_, ok = paired([]float64{0, 10}, []float64{9, 9})
-	assert.Assert(t, !ok, "no ratio of a stock 0")
+	_, err = paired([]float64{10}, []float64{9})
+	assert.ErrorContains(t, err, "1 rounds with a ratio", "one round has no interval")
+	_, err = paired([]float64{0, 10}, []float64{9, 9})
+	assert.ErrorContains(t, err, "round 1: the stock side measured 0 and the other 9, no ratio")
+	c, err = paired([]float64{0, 10, 10}, []float64{0, 8, 8})
+	assert.NilError(t, err, "a round where both lost nothing is left out")
+	assert.Equal(t, c.Rounds, 2)
 	assert.Assert(t, math.Abs(tQuantile975(40)-2.021) < 0.001, "t(40) = %v", tQuantile975(40))
 }
 
@@ -219,7 +222,7 @@ func TestRoundsByNumber(t *testing.T) {
 	b := v["BenchmarkRedirect/side=B"]
 	assert.Equal(t, len(b), 3)
 	assert.Check(t, math.IsNaN(b[1]), "round 1 of B failed: %v", b)
-	c, ok := paired(v["BenchmarkRedirect/side=A"], b)
-	assert.Assert(t, ok)
+	c, err := paired(v["BenchmarkRedirect/side=A"], b)
+	assert.NilError(t, err)
 	assert.Check(t, math.Abs(c.Pct-(-20)) < 1e-9, "B is 80 %% of A in both rounds it ran: %+v", c)
 }

@@ -107,20 +107,16 @@ type sides struct{ a, a2, b []float64 }
 // measure makes a Measure of s.
 func (s sides) measure(unit string, better Better, claim float64) Measure {
 	m := Measure{Unit: unit, Better: better, Claim: claim}
-	var ok bool
-	switch {
-	case len(s.a) == 0 || len(s.b) == 0 || len(s.a2) == 0:
-		m.Err = fmt.Sprintf("%s: a side has no result (A %d, A2 %d, B %d rounds)", unit, len(s.a), len(s.a2), len(s.b))
-	case slices.Contains(s.a, 0):
-		m.Err = fmt.Sprintf("%s: the stock side measured 0 in a round, no ratio can be made of it", unit)
-	default:
-		if m.Change, ok = paired(s.a, s.b); ok {
-			m.AA, ok = paired(s.a, s.a2)
-		}
-		if !ok {
-			m.Err = fmt.Sprintf("%s: fewer than 2 rounds with every side (A %d, A2 %d, B %d)",
-				unit, len(s.a), len(s.a2), len(s.b))
-		}
+	if count(s.a) == 0 || count(s.b) == 0 || count(s.a2) == 0 {
+		m.Err = fmt.Sprintf("%s: a side has no result (A %d, A2 %d, B %d rounds)",
+			unit, count(s.a), count(s.a2), count(s.b))
+		return m
+	}
+	var err error
+	if m.Change, err = paired(s.a, s.b); err != nil {
+		m.Err = fmt.Sprintf("%s, B against A: %v", unit, err)
+	} else if m.AA, err = paired(s.a, s.a2); err != nil {
+		m.Err = fmt.Sprintf("%s, A2 against A: %v", unit, err)
 	}
 	return m
 }

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"fmt"
 	"math"
 )
 
@@ -30,24 +31,26 @@ func (c Change) Contains(pct float64) bool { return c.Lo <= pct && pct <= c.Hi }
 // mean, the interval Student's t on their logarithms: an emulator's slow
 // round weighs no more than its fast one, and A against itself centres on
 // 0. Where b measured 0 in a round (a loss the patch took to nothing) no
-// logarithm exists, and the mean of the ratios stands instead. ok is false
-// with fewer than two pairs, or a stock value of 0, which no ratio can be
-// made of.
-func paired(a, b []float64) (c Change, ok bool) {
+// logarithm exists, and the mean of the ratios stands instead. A round
+// where both measured 0 (nothing lost either way) says nothing of the
+// change and is left out; one where only a did has no ratio, and fails.
+// So do fewer than two pairs.
+func paired(a, b []float64) (Change, error) {
 	var r []float64
 	logs := true
 	for i := range min(len(a), len(b)) {
-		if math.IsNaN(a[i]) || math.IsNaN(b[i]) {
+		switch {
+		case math.IsNaN(a[i]) || math.IsNaN(b[i]) || (a[i] == 0 && b[i] == 0):
 			continue
-		}
-		if a[i] == 0 {
-			return Change{}, false
+		case a[i] == 0:
+			return Change{}, fmt.Errorf("round %d: the stock side measured 0 and the other %g, no ratio", i+1, b[i])
 		}
 		r = append(r, b[i]/a[i])
 		logs = logs && b[i] > 0
 	}
 	if len(r) < 2 {
-		return Change{}, false
+		return Change{}, fmt.Errorf("%d rounds with a ratio (A %d, B %d results), 2 at least make an interval",
+			len(r), count(a), count(b))
 	}
 	t := tQuantile975(len(r) - 1)
 	if logs {
@@ -57,13 +60,24 @@ func paired(a, b []float64) (c Change, ok bool) {
 		mean, sd := meanSD(r)
 		half := t * sd / math.Sqrt(float64(len(r)))
 		return Change{Pct: pct(math.Exp(mean)), Lo: pct(math.Exp(mean - half)), Hi: pct(math.Exp(mean + half)),
-			Rounds: len(r), Geometric: true}, true
+			Rounds: len(r), Geometric: true}, nil
 	}
 	mean, sd := meanSD(r)
 	half := t * sd / math.Sqrt(float64(len(r)))
 	// Every measure here is a rate or a cost, never below 0: neither is
 	// their ratio.
-	return Change{Pct: pct(mean), Lo: pct(math.Max(mean-half, 0)), Hi: pct(mean + half), Rounds: len(r)}, true
+	return Change{Pct: pct(mean), Lo: pct(math.Max(mean-half, 0)), Hi: pct(mean + half), Rounds: len(r)}, nil
+}
+
+// count is how many of v are results (not NaN).
+func count(v []float64) int {
+	n := 0
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			n++
+		}
+	}
+	return n
 }
 
 func pct(ratio float64) float64 { return (ratio - 1) * 100 }
