@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
 var xmitcheck string
@@ -164,6 +167,19 @@ func TestHelp(t *testing.T) {
 	code, stderr := xc(t, nil, nil)
 	assert.Equal(t, code, exitInfra)
 	assert.Check(t, is.Contains(stderr, "usage: xmitcheck COMMAND"))
+}
+
+// TestUsageNamesEveryKernel: the top-level usage names each kernel of the
+// catalog, its flavours included, and stays within its width.
+func TestUsageNamesEveryKernel(t *testing.T) {
+	for _, e := range kernels.Catalog() {
+		if e.Name != "PATH" {
+			assert.Check(t, is.Regexp(`[\s]`+regexp.QuoteMeta(e.Name)+`[\s,]`, usage))
+		}
+	}
+	for l := range strings.SplitSeq(usage, "\n") {
+		assert.Check(t, len(l) <= 120, "too long: %q", l)
+	}
 }
 
 // TestReportFlagsAfterFolder: report takes its flags after the folders
