@@ -65,7 +65,7 @@ func cmdCompare(args []string) (int, error) {
 	if err := s.v.check(); err != nil {
 		return 0, err
 	}
-	if err := s.checkOutputs(*markdown, *jsonFile); err != nil {
+	if err := s.checkOutputs(output{"--markdown", *markdown}, output{"--json-file", *jsonFile}); err != nil {
 		return 0, err
 	}
 	s.parseArgs(fs)

@@ -61,7 +61,7 @@ func cmdMatrix(args []string) (int, error) {
 	if err := s.v.check(); err != nil {
 		return 0, err
 	}
-	if err := s.checkOutputs(*out); err != nil {
+	if err := s.checkOutputs(output{"--out", *out}); err != nil {
 		return 0, err
 	}
 	s.parseArgs(fs)

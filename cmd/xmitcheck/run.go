@@ -87,16 +87,36 @@ func (s *suiteRun) testArgs() []string {
 	return args
 }
 
+// output is a file a command writes, and the flag that names it.
+type output struct{ flag, path string }
+
 // checkOutputs makes sure every file the run will write can be written,
-// and that the suites can compile, before anything is built or booted.
-func (s *suiteRun) checkOutputs(more ...string) error {
+// that at most one stream goes to stdout, and that the suites can compile,
+// before anything is built or booted.
+func (s *suiteRun) checkOutputs(more ...output) error {
 	if err := checkSuites(s.suites); err != nil {
 		return err
 	}
-	for _, f := range append([]string{s.ktap, s.junit, s.events}, more...) {
-		if err := writable(f); err != nil {
+	outs := append([]output{{"--ktap", s.ktap}, {"--junit", s.junit}, {"--events", s.events}}, more...)
+	var stdout []string
+	if s.json {
+		stdout = append(stdout, "--json")
+	}
+	for _, o := range outs {
+		if o.path == "-" {
+			stdout = append(stdout, o.flag+" -")
+		}
+		if err := writable(o.path); err != nil {
 			return err
 		}
+	}
+	if n := len(stdout); n > 1 {
+		both, rest := "both", "one"
+		if n > 2 {
+			both, rest = "all", "all but one"
+		}
+		return usagef("%s and %s %s write to stdout, where one stream fits: send %s to a file (e.g. %s FILE)",
+			strings.Join(stdout[:n-1], ", "), stdout[n-1], both, rest, strings.TrimSuffix(stdout[n-1], " -"))
 	}
 	return nil
 }
