@@ -92,6 +92,8 @@ func TestBadInputOneLine(t *testing.T) {
 			"--json and --ktap - both write to stdout, where one stream fits: send one to a file (e.g. --ktap FILE)"},
 		{"ThreeOnStdout", nil, []string{"run", "--json", "--ktap", "-", "--junit", "-"},
 			"--json, --ktap - and --junit - all write to stdout, where one stream fits: send all but one to a file"},
+		{"UnknownSuite", nil, []string{"suites", "build", "-o", "bins", "./suites/nope"},
+			"no package ./suites/nope: the suites are devmap, qdisc, tun and vhost in ./suites (./suites/... runs all)"},
 		{"CompareMaxRegression", nil,
 			[]string{"compare", "--base", "debian:7.2", "--patched", "debian:7.3", "--max-regression", "-5"},
 			"--max-regression -5: give a percentage above 0"},

@@ -155,7 +155,6 @@ func (s *suiteRun) binaries(ctx context.Context) (bins []vmtest.Binary, init str
 		return nil, "", nil, err
 	}
 	s.v.suitesRev = src.rev
-	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
 	dir, err := os.MkdirTemp("", "xmitcheck-run-")
 	if err != nil {
 		return nil, "", nil, err

@@ -300,7 +300,6 @@ func cmdSuites(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
 	bins, err := buildTests(ctx, src, dir, pkgs, nil)
 	if err != nil {
 		return err
