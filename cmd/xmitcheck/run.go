@@ -329,8 +329,8 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	if lanes > 1 {
 		vms = fmt.Sprintf(", %d VMs at once", lanes)
 	}
-	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend%s)…\n",
-		len(bins), k.Label(), b.Name(), vms)
+	fmt.Fprintf(progress(), "xmitcheck: running %s on %s (%s backend%s)…\n",
+		results.Count(len(bins), "test binary"), k.Label(), b.Name(), vms)
 	var out io.Writer
 	if verbose {
 		out = human
@@ -404,7 +404,8 @@ func runLane(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backen
 			break
 		}
 		if rest := left[1:]; len(rest) > 0 {
-			s.run.Note(fmt.Sprintf("%s: %v; booting again for the %d test binaries not yet run", k.Label(), err, len(rest)))
+			s.run.Note(fmt.Sprintf("%s: %v; booting again for the %s not yet run", k.Label(), err,
+				results.Count(len(rest), "test binary")))
 			queue = append(boots(rest), queue...)
 		}
 	}

@@ -318,10 +318,10 @@ func decide(seed feature.Seed, a *evidence, runErr error) Verdict {
 	case runErr != nil && a.passed == 0:
 		v.State, v.Why = Error, runErr.Error()
 	case a.passed > 0 && a.shown == "":
-		v.State, v.Why = Error, fmt.Sprintf("%d tests passed, none of them one that shows the seed's behaviour "+
-			"(observe.Shows): run the whole package, or a -run that keeps one", a.passed)
+		v.State, v.Why = Error, fmt.Sprintf("%s passed, none of them one that shows the seed's behaviour "+
+			"(observe.Shows): run the whole package, or a -run that keeps one", Count(a.passed, "test"))
 	case a.passed > 0:
-		v.State, v.Why = Present, fmt.Sprintf("passed: %d tests", a.passed)
+		v.State, v.Why = Present, "passed: "+Count(a.passed, "test")
 		if a.skipped > 0 {
 			v.Why += fmt.Sprintf(", %d skipped", a.skipped)
 		}
