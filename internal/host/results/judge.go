@@ -241,6 +241,10 @@ func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *
 		if t.Name == "" {
 			seeds = r.packageSeeds(t.Package, obs)
 		}
+		if t.Name == "" && len(seeds) == 0 {
+			// It ran no test: its seeds are the suite's.
+			seeds = feature.SuiteSeeds(strings.TrimPrefix(ShortPackage(t.Package), "suites/"))
+		}
 		if len(seeds) == 0 {
 			r.Orphans = append(r.Orphans, strings.TrimPrefix(ShortPackage(t.Package)+"."+t.Name, ".")+": "+t.firstFailure())
 		}
