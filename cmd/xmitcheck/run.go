@@ -349,9 +349,8 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	if ctx.Err() != nil {
 		run.Cancel()
 	}
-	if mods := kernels.UnloadableModules(k, append(slices.Clone(kernels.GuestModules), v.modprobe...)); len(mods) > 0 {
-		run.Unloadable = fmt.Sprintf("%s builds %s as modules and no --modules directory came with it",
-			k.Name, strings.Join(mods, ", "))
+	if why, _ := v.missingModules(k); why != "" {
+		run.Unloadable = why + ", and no --modules directory came with it"
 	}
 	run.Finish(errors.Join(errs...))
 	run.Judge(e, source, named...)
