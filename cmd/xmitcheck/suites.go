@@ -93,8 +93,7 @@ func embeddedSuites() (suiteSource, error) {
 	note := func(s string) { fmt.Fprintln(progress(), "xmitcheck:", s) }
 	dir, err := extract(tree.Source, root, embeddedKey(), note)
 	if err != nil {
-		return suiteSource{}, fmt.Errorf("extracting the suites' source into %s: %w "+
-			"(set XDG_CACHE_HOME to a writable directory, or give -C CHECKOUT)", root, err)
+		return suiteSource{}, fmt.Errorf("extracting the suites' source into %s: %w", root, err)
 	}
 	return suiteSource{dir: dir, env: []string{"GOWORK=off"}, rev: embeddedRev()}, nil
 }
