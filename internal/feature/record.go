@@ -27,6 +27,10 @@ type Record struct {
 	Issue Issue `json:"issue,omitempty"`
 	// Fault: the test failed, and not through the kernel: who it was.
 	Fault Fault `json:"fault,omitempty"`
+	// Kernel: the test failed because the kernel logged a report (a splat
+	// or a splat taint) while it ran: the runner attaches the report
+	// itself, from the console, to the test whose window held it.
+	Kernel bool `json:"kernel,omitempty"`
 	// Why is what the probe read or the test observed.
 	Why string `json:"why,omitempty"`
 }

@@ -205,6 +205,10 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 			continue
 		}
 		a := get(seed)
+		if t.Status == Fail && r.blamedElsewhere(t, seed, obs[t], get) {
+			a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": "+r.elsewhere(t, obs[t]))
+			continue
+		}
 		switch t.Status {
 		case Fail:
 			switch why := t.untested(obs[t]); {
@@ -245,10 +249,19 @@ func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *
 			// It ran no test: its seeds are the suite's.
 			seeds = feature.SuiteSeeds(strings.TrimPrefix(ShortPackage(t.Package), "suites/"))
 		}
-		if len(seeds) == 0 {
+		if len(seeds) == 0 && (len(t.Kernel) == 0 || attribute(t.Kernel).unnamed) {
 			r.Orphans = append(r.Orphans, strings.TrimPrefix(ShortPackage(t.Package)+"."+t.Name, ".")+": "+t.firstFailure())
 		}
 		why := t.untested(obs[t])
+		att := attribute(t.Kernel)
+		if why == "" && len(t.Kernel) > 0 {
+			blame(t, att, get)
+			// A report in the binary's window that names other seeds'
+			// code only leaves this package's seeds to their tests.
+			if !att.unnamed {
+				seeds = slices.DeleteFunc(slices.Clone(seeds), func(s feature.Seed) bool { return !att.names(s) })
+			}
+		}
 		for _, s := range seeds {
 			a := get(s)
 			if why != "" {
