@@ -31,6 +31,9 @@ type Record struct {
 	// or a splat taint) while it ran: the runner attaches the report
 	// itself, from the console, to the test whose window held it.
 	Kernel bool `json:"kernel,omitempty"`
+	// Uses: the test runs over this seed's machinery (a qdisc test over a
+	// tap with IFF_BACKPRESSURE leans on seed 000-tun); see LeansOn.
+	Uses Seed `json:"uses,omitempty"`
 	// Why is what the probe read or the test observed.
 	Why string `json:"why,omitempty"`
 }

@@ -61,6 +61,15 @@ func Probe(tb testing.TB, f feature.Feature, err error) {
 	Require(tb, err)
 }
 
+// LeansOn says that tb, a test of another seed, runs over seed's machinery
+// (what says which: "a tap with IFF_BACKPRESSURE"): where seed is BROKEN on
+// the same kernel, the judge reports tb's failure under it and leaves tb's
+// own seed to its tests on independent devices.
+func LeansOn(tb testing.TB, seed feature.Seed, what string) {
+	tb.Helper()
+	tb.Log(feature.Record{Uses: seed, Why: what}.String())
+}
+
 // Fault fails tb on something that is not the kernel's doing (the
 // message says what): the judge then calls its seed untested (error),
 // never BROKEN. A kernel report during the test still makes it BROKEN.

@@ -165,6 +165,9 @@ type evidence struct {
 	shown string
 	// skipWhy is the first skip's reason.
 	skipWhy string
+	// over are the failed tests of other seeds that run over this one's
+	// machinery, reported under it since it is BROKEN (gatherLeaning).
+	over []string
 }
 
 // gather adds up the leaf tests per seed. Absences count for every seed
@@ -178,6 +181,7 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 		}
 		return by[s]
 	}
+	var leaning []*Test
 	for _, t := range r.Tests {
 		explained := false
 		for _, rec := range obs[t].records {
@@ -209,6 +213,10 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 			a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": "+r.elsewhere(t, obs[t]))
 			continue
 		}
+		if t.Status == Fail && !explained && t.untested(obs[t]) == "" && len(leansOn(obs[t], seed)) > 0 {
+			leaning = append(leaning, t) // decided once every seed's own tests counted
+			continue
+		}
 		switch t.Status {
 		case Fail:
 			switch why := t.untested(obs[t]); {
@@ -228,6 +236,7 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 		}
 	}
 	r.gatherBinaries(obs, get)
+	gatherLeaning(leaning, obs, get)
 	return by
 }
 
@@ -326,6 +335,9 @@ func decide(seed feature.Seed, a *evidence, runErr error) Verdict {
 		v.State, v.Why = Error, "no test of the seed ran: the packages or -run given left them all out"
 	case a.broken != "":
 		v.State, v.Why = Broken, a.broken
+		if len(a.over) > 0 {
+			v.Why += fmt.Sprintf(" (and over it %s of other seeds, first %s)", Count(len(a.over), "failed test"), a.over[0])
+		}
 	case a.absent != "" && a.shown != "":
 		v.State, v.Why = Broken, fmt.Sprintf("absent (%s), yet shown by %s", a.absent, a.shown)
 	case a.absent != "":
