@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
@@ -62,7 +63,8 @@ func (s *suiteRun) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.bench, "bench", "", "go test -bench: also run these benchmarks")
 	fs.StringVar(&s.benchtime, "benchtime", "", "go test -benchtime")
 	fs.StringVar(&s.list, "list", "", "go test -list: list the tests, benchmarks and examples matching this regexp")
-	fs.BoolVar(&s.failfast, "failfast", false, "go test -failfast: a binary stops at its first failed test")
+	fs.BoolVar(&s.failfast, "failfast", false, "stop a seed's tests at its first failure, which makes it BROKEN: "+
+		"its remaining tests are skipped, other seeds' go on (bisect always does)")
 	fs.BoolVar(&s.short, "short", false, "go test -short")
 	fs.StringVar(&s.shuffle, "shuffle", "", "go test -shuffle: off, on or a seed")
 }
@@ -77,9 +79,6 @@ func (s *suiteRun) testArgs() []string {
 		if f.value != "" {
 			args = append(args, "-test."+f.name+"="+f.value)
 		}
-	}
-	if s.failfast {
-		args = append(args, "-test.failfast")
 	}
 	if s.short {
 		args = append(args, "-test.short")
@@ -174,6 +173,9 @@ func (s *suiteRun) binaries(ctx context.Context) (bins []vmtest.Binary, init str
 // reports. An error means nothing could be run.
 func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.Run, error) {
 	s.autoVMs()
+	if ff := feature.FailFastEnv + "=1"; s.failfast && !slices.Contains(s.v.env, ff) {
+		s.v.env = append(slices.Clone(s.v.env), ff)
+	}
 	bins, init, cleanup, err := s.binaries(ctx)
 	if err != nil {
 		return nil, err

@@ -89,3 +89,9 @@ func ParseRecord(line string) (Record, bool) {
 // test) such a test fails. Tests never learn what their kernel is
 // expected to show.
 const JudgedEnv = "XMITCHECK_JUDGED"
+
+// FailFastEnv, set in a test binary's environment, stops a seed's tests at
+// its first failure (xmitcheck bisect, run -failfast): the seed is BROKEN
+// then, and its remaining tests are skipped, saying so
+// (internal/guest/observe.Step); other seeds' tests go on.
+const FailFastEnv = "XMITCHECK_FAILFAST"
