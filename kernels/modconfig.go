@@ -30,33 +30,66 @@ func ModuleOption(name string) string {
 	return moduleOption[strings.ReplaceAll(name, "-", "_")]
 }
 
-// UnloadableModules returns the modules of names that k builds as modules
-// (its config says "=m") while no modules directory came with it: the
-// guest cannot load them, so what needs them cannot be tested. The config
-// is read beside the image (config-RELEASE, as Debian's /boot has it) or
-// in the tree the image was built in (arch/x86/boot/bzImage's .config);
-// without one, nothing is known and nothing is returned.
-func UnloadableModules(k *Kernel, names []string) []string {
+// MissingModules says what k, a kernel given as a path with no modules
+// directory, lacks of names (the modules its guest loads): those its
+// config builds as modules ("=m"), or, with no config to read, that its
+// image takes modules at all (any of names may be one). The config is read
+// beside the image (config-RELEASE, as Debian's /boot has it), in the tree
+// the image was built in (arch/x86/boot/bzImage's .config), in /boot, or
+// in the kernel cache's Debian kernel of the same release. It returns ""
+// when nothing is missing, or nothing can be known; modules is a
+// directory that would do, when the cache has one of that release.
+func MissingModules(k *Kernel, names []string) (why, modules string) {
 	if k.ModulesDir != "" || k.Host || k.Vmlinuz == "" {
-		return nil
+		return "", ""
 	}
-	// A path kernel is copied into the cache: its config is beside the
-	// path the user gave (k.Name), not beside the copy.
-	var opts map[string]string
-	for _, dir := range []string{filepath.Dir(k.Name), filepath.Dir(k.Vmlinuz)} {
-		for _, p := range []string{filepath.Join(dir, "config-"+k.Release), filepath.Join(dir, "..", "..", "..", ".config")} {
-			if opts == nil {
-				opts = readConfig(p)
-			}
+	var dirs []string
+	if cache, err := DefaultCacheDir(); err == nil {
+		dirs, _ = filepath.Glob(filepath.Join(cache, "debian-*", "lib", "modules", k.Release))
+	}
+	if len(dirs) > 0 {
+		modules = dirs[0]
+	}
+	opts, config := readConfigOf(k)
+	if opts == nil {
+		if yes, err := takesModules(k.Vmlinuz); err != nil || !yes {
+			return "", modules
 		}
+		return fmt.Sprintf("%s takes modules (CONFIG_MODULES, read in its image) and has no config to say "+
+			"which drivers are modules", k.Name), modules
 	}
 	var out []string
 	for _, n := range names {
-		if o := moduleOption[strings.ReplaceAll(n, "-", "_")]; o != "" && opts[o] == "m" {
+		if o := ModuleOption(n); o != "" && opts[o] == "m" {
 			out = append(out, n)
 		}
 	}
-	return out
+	if len(out) == 0 {
+		return "", modules
+	}
+	return fmt.Sprintf("%s builds %s as modules (%s)", k.Name, strings.Join(out, ", "), config), modules
+}
+
+// readConfigOf finds and reads k's config (see MissingModules), and says
+// where it was; nil when there is none.
+func readConfigOf(k *Kernel) (map[string]string, string) {
+	// A path kernel is copied into the cache: its config is beside the
+	// path the user gave (k.Name), not beside the copy.
+	var paths []string
+	for _, dir := range []string{filepath.Dir(k.Name), filepath.Dir(k.Vmlinuz)} {
+		paths = append(paths, filepath.Join(dir, "config-"+k.Release), filepath.Join(dir, "..", "..", "..", ".config"))
+	}
+	paths = append(paths, filepath.Join("/boot", "config-"+k.Release))
+	if cache, err := DefaultCacheDir(); err == nil {
+		cached, _ := filepath.Glob(filepath.Join(cache, "debian-*", "boot", "config-"+k.Release))
+		paths = append(paths, cached...)
+	}
+	for _, p := range paths {
+		if opts := readConfig(p); opts != nil {
+			return opts, filepath.Clean(p)
+		}
+	}
+	return nil, ""
 }
 
 // readConfig reads a kernel .config's options ("CONFIG_X" → "y", "m", …);

@@ -11,8 +11,8 @@ import (
 
 // Source fetches Debian's linux-source package of a catalog kernel (the
 // same series and suite, its newest version) and unpacks the tree into
-// dir/linux-source-SERIES, which must not exist yet. It returns the tree:
-// what `kernels build --tree` takes.
+// dir/linux-source-SERIES, which must not exist yet (dir is made when it
+// is new). It returns the tree: what `kernels build --tree` takes.
 func Source(ctx context.Context, name, dir string, opts Options) (string, error) {
 	s, ok := lookupSeries(name)
 	if !ok {
@@ -22,6 +22,9 @@ func Source(ctx context.Context, name, dir string, opts Options) (string, error)
 	tree := filepath.Join(dir, "linux-source-"+s.upstream)
 	if _, err := os.Lstat(tree); err == nil {
 		return "", fmt.Errorf("%s exists: remove it, or build it as it is (xmitcheck kernels build --tree %[1]s)", tree)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("making %s for the source: %w", dir, err)
 	}
 	_, err := fetchSource(ctx, s, dir, nil, opts, func(unpacked string) error {
 		return os.Rename(unpacked, tree)

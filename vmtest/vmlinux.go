@@ -2,21 +2,16 @@ package vmtest
 
 import (
 	"bytes"
-	"compress/gzip"
-	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
 // bootImage returns the image qemu boots fastest: the uncompressed vmlinux
@@ -42,7 +37,7 @@ func bootImage(vmlinuz, cacheDir string) string {
 	if _, err := os.Stat(cached + ".none"); err == nil {
 		return vmlinuz
 	}
-	elfData, err := extractVmlinux(data)
+	elfData, err := kernels.Vmlinux(data)
 	if err == nil && !hasPVHEntry(elfData) {
 		err = errors.New("no PVH entry point")
 	}
@@ -60,56 +55,6 @@ func bootImage(vmlinuz, cacheDir string) string {
 		return vmlinuz
 	}
 	return cached
-}
-
-// extractVmlinux decompresses the payload of a bzImage. The x86 boot
-// protocol (Documentation/arch/x86/boot.rst, 2.08+) gives its place:
-//
-//	0x1f1 setup_sects (u8), 0x202 header "HdrS",
-//	0x248 payload_offset (u32, from the protected-mode code),
-//	0x24c payload_length (u32)
-func extractVmlinux(b []byte) ([]byte, error) {
-	if len(b) < 0x250 || string(b[0x202:0x206]) != "HdrS" {
-		return nil, errors.New("not a bzImage")
-	}
-	setup := int(b[0x1f1])
-	if setup == 0 {
-		setup = 4
-	}
-	start := (setup+1)*512 + int(binary.LittleEndian.Uint32(b[0x248:]))
-	end := start + int(binary.LittleEndian.Uint32(b[0x24c:]))
-	if start+8 >= end || end > len(b) {
-		return nil, errors.New("bzImage payload out of bounds")
-	}
-	p := b[start:end]
-	// zstd and xz payloads end with the uncompressed size (size_append
-	// in arch/x86/boot/compressed/Makefile), which their decoders take for
-	// a truncated next frame.
-	trimmed := p[:len(p)-4]
-	switch {
-	case bytes.HasPrefix(p, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		d, err := zstd.NewReader(bytes.NewReader(trimmed), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		return io.ReadAll(d)
-	case bytes.HasPrefix(p, []byte{0x1f, 0x8b}):
-		r, err := gzip.NewReader(bytes.NewReader(p))
-		if err != nil {
-			return nil, err
-		}
-		return io.ReadAll(r)
-	case bytes.HasPrefix(p, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
-		// The kernel's xz streams use the x86 BCJ filter, which the Go
-		// xz package lacks; xz-utils has it.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "xz", "-dc")
-		cmd.Stdin = bytes.NewReader(trimmed)
-		return cmd.Output()
-	}
-	return nil, fmt.Errorf("unknown bzImage compression % x", p[:min(len(p), 4)])
 }
 
 // hasPVHEntry tells whether an ELF kernel has a Xen PVH entry note.

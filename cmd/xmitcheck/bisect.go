@@ -86,6 +86,8 @@ func cmdBisect(args []string) int {
 	b.tree = tree
 	s.v.kernels = listFlag{"build:bisect"} // checked by check(), named below
 	s.v.only = true
+	// A BROKEN seed's other tests decide nothing the step needs.
+	s.failfast = true
 	if err := cmp.Or(s.v.check(), s.checkOutputs()); err != nil {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort

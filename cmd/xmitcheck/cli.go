@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
-const usage = `usage: xmitcheck COMMAND [flags]
+const usageText = `usage: xmitcheck COMMAND [flags]
 
 Commands:
   run [flags] [PKG...]      build the suites (default ./suites/...), boot each kernel, run them, report
@@ -35,14 +37,44 @@ Commands:
                             per test, the seconds in setup, traffic, waits and teardown
   version                   print xmitcheck's version and the revision it was built from
 
-Kernels: debian:5.10 debian:6.1 debian:6.12 debian:7.2 debian:7.3 host, build:NAME, or a path to a
-bzImage (--modules DIR) or a built kernel tree (--kernel . in the tree).
+KERNELS
 Suites (PKG): compiled with go in the xmitcheck checkout -C names or the current directory is in,
 else from the source built into xmitcheck, so it runs from any directory.
 Exit codes: 0 passed, 1 a test failed or a verdict differs from its expectation, 2 usage or
 infrastructure error, 3 kernel crash or hang. bisect: 0 good, 1 bad, 125 untestable, 128 usage.
 Run 'xmitcheck COMMAND -h' for a command's flags.
 `
+
+// usage is the top-level usage, every catalog kernel named.
+var usage = strings.Replace(usageText, "KERNELS\n", kernelsLine(), 1)
+
+// kernelsLine says what --kernel takes: every catalog name, the -rt and
+// -cloud flavours included, and the other forms, wrapped.
+func kernelsLine() string {
+	words := []string{"Kernels:"}
+	for _, e := range kernels.Catalog() {
+		if e.Name != "PATH" {
+			words = append(words, e.Name)
+		}
+	}
+	words[len(words)-1] += ","
+	words = append(words, strings.Fields("build:NAME, or a path to a bzImage (--modules DIR) "+
+		"or a built kernel tree (--kernel . in the tree).")...)
+	var b strings.Builder
+	n := 0
+	for _, w := range words {
+		if n > 0 && n+1+len(w) > 100 {
+			b.WriteString("\n")
+			n = 0
+		} else if n > 0 {
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String() + "\n"
+}
 
 func run(args []string) int {
 	if len(args) == 0 {

@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
 var xmitcheck string
@@ -85,6 +88,12 @@ func TestBadInputOneLine(t *testing.T) {
 			`--cost-benchtime "1s": give a count of frames`},
 		{"CompareCount", nil, []string{"compare", "--base", "debian:7.2", "--patched", "debian:7.3", "-count", "2"},
 			"-count must be at least 3"},
+		{"TwoStreamsOnStdout", nil, []string{"run", "--json", "--ktap", "-"},
+			"--json and --ktap - both write to stdout, where one stream fits: send one to a file (e.g. --ktap FILE)"},
+		{"ThreeOnStdout", nil, []string{"run", "--json", "--ktap", "-", "--junit", "-"},
+			"--json, --ktap - and --junit - all write to stdout, where one stream fits: send all but one to a file"},
+		{"UnknownSuite", nil, []string{"suites", "build", "-o", "bins", "./suites/nope"},
+			"no package ./suites/nope: the suites are devmap, qdisc, tun and vhost in ./suites (./suites/... runs all)"},
 		{"CompareMaxRegression", nil,
 			[]string{"compare", "--base", "debian:7.2", "--patched", "debian:7.3", "--max-regression", "-5"},
 			"--max-regression -5: give a percentage above 0"},
@@ -164,6 +173,19 @@ func TestHelp(t *testing.T) {
 	code, stderr := xc(t, nil, nil)
 	assert.Equal(t, code, exitInfra)
 	assert.Check(t, is.Contains(stderr, "usage: xmitcheck COMMAND"))
+}
+
+// TestUsageNamesEveryKernel: the top-level usage names each kernel of the
+// catalog, its flavours included, and stays within its width.
+func TestUsageNamesEveryKernel(t *testing.T) {
+	for _, e := range kernels.Catalog() {
+		if e.Name != "PATH" {
+			assert.Check(t, is.Regexp(`[\s]`+regexp.QuoteMeta(e.Name)+`[\s,]`, usage))
+		}
+	}
+	for l := range strings.SplitSeq(usage, "\n") {
+		assert.Check(t, len(l) <= 120, "too long: %q", l)
+	}
 }
 
 // TestReportFlagsAfterFolder: report takes its flags after the folders

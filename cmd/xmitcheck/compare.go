@@ -65,7 +65,7 @@ func cmdCompare(args []string) (int, error) {
 	if err := s.v.check(); err != nil {
 		return 0, err
 	}
-	if err := s.checkOutputs(*markdown, *jsonFile); err != nil {
+	if err := s.checkOutputs(output{"--markdown", *markdown}, output{"--json-file", *jsonFile}); err != nil {
 		return 0, err
 	}
 	s.parseArgs(fs)
@@ -257,7 +257,7 @@ func writeDiff(w io.Writer, c comparison) {
 		fmt.Fprintln(w, "no test changed its status")
 		return
 	}
-	fmt.Fprintf(w, "%d tests changed their status:\n", len(c.Tests))
+	fmt.Fprintf(w, "%s changed status:\n", results.Count(len(c.Tests), "test"))
 	for _, t := range c.Tests {
 		fmt.Fprintf(w, "  %s: %s → %s\n", t.Test, t.Base, t.Patched)
 	}
@@ -270,7 +270,7 @@ func writeMarkdown(w io.Writer, c comparison, runs []*results.Run) error {
 		c.Base, c.Patched, c.Xmitcheck, c.Suites)
 	results.WriteVerdictsMarkdown(w, runs)
 	if len(c.Tests) > 0 {
-		fmt.Fprintf(w, "\n%d tests changed their status:\n\n", len(c.Tests))
+		fmt.Fprintf(w, "\n%s changed status:\n\n", results.Count(len(c.Tests), "test"))
 		for _, t := range c.Tests {
 			fmt.Fprintf(w, "- `%s`: %s → %s\n", t.Test, t.Base, t.Patched)
 		}

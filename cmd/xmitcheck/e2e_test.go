@@ -90,7 +90,7 @@ func TestHangDoesNotHideTheRest(t *testing.T) {
 			assert.Check(t, is.Contains(string(out), "--- FAIL: debian:7.3"), "the test that hung is named")
 			assert.Check(t, is.Contains(string(out), "TestHang"))
 			if vms == "1" {
-				assert.Check(t, is.Contains(string(out), "booting again for the 1 test binaries not yet run"))
+				assert.Check(t, is.Contains(string(out), "booting again for the 1 test binary not yet run"))
 			} else {
 				assert.Check(t, is.Contains(string(out), "2 VMs at once"))
 			}

@@ -61,7 +61,7 @@ func cmdMatrix(args []string) (int, error) {
 	if err := s.v.check(); err != nil {
 		return 0, err
 	}
-	if err := s.checkOutputs(*out); err != nil {
+	if err := s.checkOutputs(output{"--out", *out}); err != nil {
 		return 0, err
 	}
 	s.parseArgs(fs)
@@ -86,8 +86,8 @@ func cmdMatrix(args []string) (int, error) {
 	}
 	defer cleanup()
 
-	fmt.Fprintf(progress(), "xmitcheck: matrix of %d kernels, %d at once (kernels ready in %v)\n",
-		len(ks), *jobs, fetched.Round(time.Second))
+	fmt.Fprintf(progress(), "xmitcheck: matrix of %s, %d at once (kernels ready in %v)\n",
+		results.Count(len(ks), "kernel"), min(*jobs, len(ks)), fetched.Round(time.Second))
 	runs, human, err := s.runMany(ctx, ks, bins, init, *jobs)
 	if err != nil {
 		return 0, err
@@ -107,8 +107,9 @@ func cmdMatrix(args []string) (int, error) {
 	results.WriteSummary(&table, runs)
 	results.WriteVerdicts(&table, runs)
 	results.WriteCosts(&table, runs)
-	fmt.Fprintf(&table, "wall time %v: kernels ready in %v, then %d kernels %d at once\n",
-		time.Since(start).Round(time.Second), fetched.Round(time.Second), len(ks), *jobs)
+	fmt.Fprintf(&table, "wall time %v: kernels ready in %v, then %s %d at once\n",
+		time.Since(start).Round(time.Second), fetched.Round(time.Second), results.Count(len(ks), "kernel"),
+		min(*jobs, len(ks)))
 	os.Stdout.Write(table.Bytes())
 	if err := writeMatrix(*out, ks, runs, table.Bytes(), s.v.suitesRev); err != nil {
 		return 0, err

@@ -72,7 +72,7 @@ func (r *emulatorRetry) after(left []vmtest.Binary, ran bool) (next []boot, err 
 			r.args[hit.Name] = hit.Args
 		}
 		if done := r.run.Resume(hit.Name); len(done) > 0 {
-			from = fmt.Sprintf(" (its %d finished tests stand and are skipped)", len(done))
+			from = fmt.Sprintf(" (its %s stand and are skipped)", results.Count(len(done), "finished test"))
 			left[0] = skipping(hit, r.args[hit.Name], done)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
@@ -62,7 +63,8 @@ func (s *suiteRun) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.bench, "bench", "", "go test -bench: also run these benchmarks")
 	fs.StringVar(&s.benchtime, "benchtime", "", "go test -benchtime")
 	fs.StringVar(&s.list, "list", "", "go test -list: list the tests, benchmarks and examples matching this regexp")
-	fs.BoolVar(&s.failfast, "failfast", false, "go test -failfast: a binary stops at its first failed test")
+	fs.BoolVar(&s.failfast, "failfast", false, "stop a seed's tests at its first failure, which makes it BROKEN: "+
+		"its remaining tests are skipped, other seeds' go on (bisect always does)")
 	fs.BoolVar(&s.short, "short", false, "go test -short")
 	fs.StringVar(&s.shuffle, "shuffle", "", "go test -shuffle: off, on or a seed")
 }
@@ -78,25 +80,42 @@ func (s *suiteRun) testArgs() []string {
 			args = append(args, "-test."+f.name+"="+f.value)
 		}
 	}
-	if s.failfast {
-		args = append(args, "-test.failfast")
-	}
 	if s.short {
 		args = append(args, "-test.short")
 	}
 	return args
 }
 
+// output is a file a command writes, and the flag that names it.
+type output struct{ flag, path string }
+
 // checkOutputs makes sure every file the run will write can be written,
-// and that the suites can compile, before anything is built or booted.
-func (s *suiteRun) checkOutputs(more ...string) error {
+// that at most one stream goes to stdout, and that the suites can compile,
+// before anything is built or booted.
+func (s *suiteRun) checkOutputs(more ...output) error {
 	if err := checkSuites(s.suites); err != nil {
 		return err
 	}
-	for _, f := range append([]string{s.ktap, s.junit, s.events}, more...) {
-		if err := writable(f); err != nil {
+	outs := append([]output{{"--ktap", s.ktap}, {"--junit", s.junit}, {"--events", s.events}}, more...)
+	var stdout []string
+	if s.json {
+		stdout = append(stdout, "--json")
+	}
+	for _, o := range outs {
+		if o.path == "-" {
+			stdout = append(stdout, o.flag+" -")
+		}
+		if err := writable(o.path); err != nil {
 			return err
 		}
+	}
+	if n := len(stdout); n > 1 {
+		both, rest := "both", "one"
+		if n > 2 {
+			both, rest = "all", "all but one"
+		}
+		return usagef("%s and %s %s write to stdout, where one stream fits: send %s to a file (e.g. %s FILE)",
+			strings.Join(stdout[:n-1], ", "), stdout[n-1], both, rest, strings.TrimSuffix(stdout[n-1], " -"))
 	}
 	return nil
 }
@@ -135,7 +154,6 @@ func (s *suiteRun) binaries(ctx context.Context) (bins []vmtest.Binary, init str
 		return nil, "", nil, err
 	}
 	s.v.suitesRev = src.rev
-	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
 	dir, err := os.MkdirTemp("", "xmitcheck-run-")
 	if err != nil {
 		return nil, "", nil, err
@@ -155,6 +173,9 @@ func (s *suiteRun) binaries(ctx context.Context) (bins []vmtest.Binary, init str
 // reports. An error means nothing could be run.
 func (s *suiteRun) exec(ctx context.Context, ks []*kernels.Kernel) ([]*results.Run, error) {
 	s.autoVMs()
+	if ff := feature.FailFastEnv + "=1"; s.failfast && !slices.Contains(s.v.env, ff) {
+		s.v.env = append(slices.Clone(s.v.env), ff)
+	}
 	bins, init, cleanup, err := s.binaries(ctx)
 	if err != nil {
 		return nil, err
@@ -310,8 +331,8 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	if lanes > 1 {
 		vms = fmt.Sprintf(", %d VMs at once", lanes)
 	}
-	fmt.Fprintf(progress(), "xmitcheck: running %d test binaries on %s (%s backend%s)…\n",
-		len(bins), k.Label(), b.Name(), vms)
+	fmt.Fprintf(progress(), "xmitcheck: running %s on %s (%s backend%s)…\n",
+		results.Count(len(bins), "test binary"), k.Label(), b.Name(), vms)
 	var out io.Writer
 	if verbose {
 		out = human
@@ -330,9 +351,8 @@ func runOne(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend
 	if ctx.Err() != nil {
 		run.Cancel()
 	}
-	if mods := kernels.UnloadableModules(k, append(slices.Clone(kernels.GuestModules), v.modprobe...)); len(mods) > 0 {
-		run.Unloadable = fmt.Sprintf("%s builds %s as modules and no --modules directory came with it",
-			k.Name, strings.Join(mods, ", "))
+	if why, _ := v.missingModules(k); why != "" {
+		run.Unloadable = why + ", and no --modules directory came with it"
 	}
 	run.Finish(errors.Join(errs...))
 	run.Judge(e, source, named...)
@@ -385,7 +405,8 @@ func runLane(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backen
 			break
 		}
 		if rest := left[1:]; len(rest) > 0 {
-			s.run.Note(fmt.Sprintf("%s: %v; booting again for the %d test binaries not yet run", k.Label(), err, len(rest)))
+			s.run.Note(fmt.Sprintf("%s: %v; booting again for the %s not yet run", k.Label(), err,
+				results.Count(len(rest), "test binary")))
 			queue = append(boots(rest), queue...)
 		}
 	}

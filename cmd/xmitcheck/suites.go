@@ -90,10 +90,10 @@ func embeddedSuites() (suiteSource, error) {
 	if err != nil {
 		return suiteSource{}, err
 	}
-	dir, err := extract(tree.Source, root, embeddedKey())
+	note := func(s string) { fmt.Fprintln(progress(), "xmitcheck:", s) }
+	dir, err := extract(tree.Source, root, embeddedKey(), note)
 	if err != nil {
-		return suiteSource{}, fmt.Errorf("extracting the suites' source into %s: %w "+
-			"(set XDG_CACHE_HOME to a writable directory, or give -C CHECKOUT)", root, err)
+		return suiteSource{}, fmt.Errorf("extracting the suites' source into %s: %w", root, err)
 	}
 	return suiteSource{dir: dir, env: []string{"GOWORK=off"}, rev: embeddedRev()}, nil
 }
@@ -186,12 +186,26 @@ const staleAfter = time.Hour
 // extract writes fsys into root/key once and returns that directory. It is
 // written into a temporary directory beside it and renamed into place, so
 // root/key exists only complete; a later call, or another xmitcheck that
-// lost the race, uses it as it is. Files are read-only, as in Go's module
-// cache: the source is the binary's, not to be edited.
-func extract(fsys fs.FS, root, key string) (string, error) {
+// lost the race, uses it. Files are read-only, as in Go's module cache:
+// the source is the binary's, not to be edited. A tree found there is
+// checked against fsys before each use: one that differs (a file cut short
+// by a full disk or an interrupted copy, edited, missing or added) is
+// moved aside and written again, and note says so in one line.
+func extract(fsys fs.FS, root, key string, note func(string)) (string, error) {
 	final := filepath.Join(root, key)
 	if st, err := os.Stat(final); err == nil && st.IsDir() {
-		return final, nil
+		diff, err := differs(fsys, final)
+		if err != nil {
+			return "", err
+		}
+		if diff == "" {
+			return final, nil
+		}
+		if err := moveAside(root, key); err != nil {
+			return "", fmt.Errorf("%s differs from the source it is named for (%s) and cannot be replaced: %w",
+				final, diff, err)
+		}
+		note(fmt.Sprintf("%s differs from the source it is named for (%s): extracting it again", final, diff))
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", err
@@ -242,6 +256,68 @@ func copyOut(fsys fs.FS, path, to string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// differs compares the tree in dir with fsys, file by file, and says how
+// the first that differs does ("" when none does).
+func differs(fsys fs.FS, dir string) (string, error) {
+	var diff string
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		want, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(path)))
+		switch {
+		case err != nil:
+			diff = fmt.Sprintf("%s: %v", path, errors.Unwrap(err))
+		case len(got) != len(want):
+			diff = fmt.Sprintf("%s is %d bytes, not %d", path, len(got), len(want))
+		case !bytes.Equal(got, want):
+			diff = path + " has other bytes"
+		}
+		if diff != "" {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil || diff != "" {
+		return diff, err
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		if _, err := fs.Stat(fsys, filepath.ToSlash(rel)); err != nil {
+			diff = filepath.ToSlash(rel) + " was added"
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return diff, err
+}
+
+// moveAside takes the tree root/key out of the way, into a temporary
+// directory that it then removes (removeStale does, later, what it
+// cannot). Another xmitcheck that moved it first is no error.
+func moveAside(root, key string) error {
+	tmp, err := os.MkdirTemp(root, "."+key+".tmp-damaged-")
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(root, key), filepath.Join(tmp, key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		os.Remove(tmp)
+		return err
+	}
+	os.RemoveAll(tmp)
+	return nil
 }
 
 // removeStale removes what crashed extractions of key left behind.
@@ -300,7 +376,6 @@ func cmdSuites(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
 	bins, err := buildTests(ctx, src, dir, pkgs, nil)
 	if err != nil {
 		return err

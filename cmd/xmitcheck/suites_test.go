@@ -125,7 +125,9 @@ func TestExtract(t *testing.T) {
 	old := time.Now().Add(-2 * staleAfter)
 	assert.NilError(t, os.Chtimes(crashed, old, old))
 
-	dir, err := extract(src, root, key)
+	var notes []string
+	note := func(s string) { notes = append(notes, s) }
+	dir, err := extract(src, root, key, note)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(dir, filepath.Join(root, key)))
 	for name, f := range src {
@@ -143,25 +145,95 @@ func TestExtract(t *testing.T) {
 	_, err = os.Stat(running)
 	assert.Check(t, err, "an extraction under way is left alone")
 
-	// Idempotent: the second call finds the tree and writes nothing.
+	// Idempotent: the second call finds the tree whole and writes nothing.
 	st, err := os.Stat(filepath.Join(dir, "go.mod"))
 	assert.NilError(t, err)
-	again, err := extract(fstest.MapFS{"other": {Data: []byte("y")}}, root, key)
+	again, err := extract(src, root, key, note)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(again, dir))
 	st2, err := os.Stat(filepath.Join(dir, "go.mod"))
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(st.ModTime(), st2.ModTime()))
-	_, err = os.Stat(filepath.Join(dir, "other"))
-	assert.Check(t, errors.Is(err, fs.ErrNotExist))
+	assert.Check(t, is.Len(notes, 0))
 
 	// A failure half-way leaves neither the tree nor a temporary one.
 	broken := failingFS{src, "suites/tun/testdata/x"}
-	_, err = extract(broken, root, "fedcba9876543210")
+	_, err = extract(broken, root, "fedcba9876543210", note)
 	assert.Check(t, is.ErrorContains(err, "read failed"))
 	left, err := filepath.Glob(filepath.Join(root, "*fedcba9876543210*"))
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(left, 0), "left behind: %v", left)
+}
+
+// TestExtractDamaged: a tree that differs from its source in any way is
+// written again before it is used, with one note that says how it
+// differed; one that cannot be replaced is an error that says why.
+func TestExtractDamaged(t *testing.T) {
+	src := fstest.MapFS{
+		"go.mod":               {Data: []byte("module example.com/m\n")},
+		"suites/tun/a_test.go": {Data: []byte("package tun\n")},
+		"suites/tun/x.o":       {Data: []byte("0123456789")},
+	}
+	for _, tc := range []struct {
+		name, want string
+		damage     func(dir string) error
+	}{
+		{"Cut", "suites/tun/x.o is 4 bytes, not 10", func(dir string) error {
+			return writeOver(filepath.Join(dir, "suites/tun/x.o"), "0123")
+		}},
+		{"Edited", "suites/tun/a_test.go has other bytes", func(dir string) error {
+			return writeOver(filepath.Join(dir, "suites/tun/a_test.go"), "package xyz\n")
+		}},
+		{"Missing", "go.mod: no such file or directory", func(dir string) error {
+			return os.Remove(filepath.Join(dir, "go.mod"))
+		}},
+		{"Added", "suites/tun/b_test.go was added", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "suites/tun/b_test.go"), []byte("package tun\n"), 0o644)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, key := t.TempDir(), "0123456789abcdef"
+			var notes []string
+			note := func(s string) { notes = append(notes, s) }
+			dir, err := extract(src, root, key, note)
+			assert.NilError(t, err)
+			assert.NilError(t, tc.damage(dir))
+			again, err := extract(src, root, key, note)
+			assert.NilError(t, err)
+			assert.Check(t, is.Equal(again, dir))
+			assert.Assert(t, is.Len(notes, 1))
+			assert.Check(t, is.Equal(notes[0], dir+" differs from the source it is named for ("+tc.want+
+				"): extracting it again"))
+			diff, err := differs(src, dir)
+			assert.NilError(t, err)
+			assert.Check(t, is.Equal(diff, ""), "written again whole")
+			left, err := filepath.Glob(filepath.Join(root, ".*"))
+			assert.NilError(t, err)
+			assert.Check(t, is.Len(left, 0), "left behind: %v", left)
+		})
+	}
+	t.Run("ReadOnlyRoot", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("root writes into a read-only directory")
+		}
+		root, key := t.TempDir(), "0123456789abcdef"
+		dir, err := extract(src, root, key, func(s string) { t.Log(s) })
+		assert.NilError(t, err)
+		assert.NilError(t, writeOver(filepath.Join(dir, "go.mod"), "x"))
+		assert.NilError(t, os.Chmod(root, 0o555))
+		defer os.Chmod(root, 0o755)
+		_, err = extract(src, root, key, func(s string) { t.Log(s) })
+		assert.Check(t, is.ErrorContains(err, "differs from the source it is named for (go.mod is 1 bytes, not 21) "+
+			"and cannot be replaced"))
+	})
+}
+
+// writeOver replaces a read-only file's content.
+func writeOver(path, data string) error {
+	if err := os.Chmod(path, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(data), 0o444)
 }
 
 // failingFS fails to open one file.

@@ -18,9 +18,10 @@ import (
 
 // buildTests compiles the test binaries of pkgs, found in src (go test -c,
 // static so they run in a bare initramfs), into dir and returns them, in
-// order, with args.
+// order, with args. A package that is not there, or has no tests, is a
+// usage error that lists the suites.
 func buildTests(ctx context.Context, src suiteSource, dir string, pkgs, args []string) ([]vmtest.Binary, error) {
-	listArgs := []string{"list", "-json=ImportPath,Name,Dir,GoFiles,TestGoFiles,XTestGoFiles"}
+	listArgs := []string{"list", "-e", "-json=ImportPath,Name,Dir,GoFiles,TestGoFiles,XTestGoFiles,Error"}
 	list := exec.CommandContext(ctx, "go", append(listArgs, pkgs...)...)
 	list.Dir = src.dir
 	list.Env = append(os.Environ(), src.env...)
@@ -38,9 +39,13 @@ func buildTests(ctx context.Context, src suiteSource, dir string, pkgs, args []s
 		var p struct {
 			ImportPath, Name, Dir              string
 			GoFiles, TestGoFiles, XTestGoFiles []string
+			Error                              *struct{ Err string }
 		}
 		if err := dec.Decode(&p); err != nil {
 			return nil, fmt.Errorf("go list: %w", err)
+		}
+		if p.Error != nil {
+			return nil, usagef("no package %s: %s", p.ImportPath, suiteList(src.dir))
 		}
 		if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 {
 			continue
@@ -58,8 +63,9 @@ func buildTests(ctx context.Context, src suiteSource, dir string, pkgs, args []s
 		})
 	}
 	if len(bins) == 0 {
-		return nil, usagef("no tests in %s", strings.Join(pkgs, " "))
+		return nil, usagef("no tests in %s: %s", strings.Join(pkgs, " "), suiteList(src.dir))
 	}
+	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
 	build := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", dir + "/"}, paths...)...)
 	build.Dir = src.dir
 	build.Env = append(os.Environ(), append(src.env, "CGO_ENABLED=0")...)
@@ -116,4 +122,31 @@ func static(path string) bool {
 		}
 	}
 	return true
+}
+
+// suiteList names the suites of the module dir is in, and where they are
+// relative to dir, for a message about a package that is not there.
+func suiteList(dir string) string {
+	root, _, _ := moduleRoot(dir)
+	suites := filepath.Join(root, "suites")
+	entries, _ := os.ReadDir(suites)
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	rel, err := filepath.Rel(dir, suites)
+	if len(names) == 0 || err != nil {
+		return "no suites found in " + suites
+	}
+	if rel = filepath.ToSlash(rel); !strings.HasPrefix(rel, "..") {
+		rel = "./" + rel
+	}
+	last := len(names) - 1
+	if last > 0 {
+		names[last-1] += " and " + names[last]
+		names = names[:last]
+	}
+	return fmt.Sprintf("the suites are %s in %s (%[2]s/... runs all)", strings.Join(names, ", "), rel)
 }

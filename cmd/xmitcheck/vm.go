@@ -115,9 +115,23 @@ func (v *vmFlags) resolve(ctx context.Context) ([]*kernels.Kernel, error) {
 		if err != nil {
 			return nil, err
 		}
+		if why, modules := v.missingModules(k); why != "" {
+			if modules == "" {
+				modules = "DIR (its lib/modules/" + k.Release + ")"
+			}
+			fmt.Fprintf(progress(), "xmitcheck: warning: %s, and no --modules came with it: the tests that need "+
+				"them will be error, not judged; give --modules %s\n", why, modules)
+		}
 		ks = append(ks, k)
 	}
 	return ks, nil
+}
+
+// missingModules says which modules the guest of k would load and cannot,
+// k being a path kernel given without its modules (kernels.MissingModules),
+// and where such modules are, if the cache has them.
+func (v *vmFlags) missingModules(k *kernels.Kernel) (why, modules string) {
+	return kernels.MissingModules(k, append(slices.Clone(kernels.GuestModules), v.modprobe...))
 }
 
 // expectation is what k must show, where that comes from, and the seeds

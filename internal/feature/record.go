@@ -27,6 +27,13 @@ type Record struct {
 	Issue Issue `json:"issue,omitempty"`
 	// Fault: the test failed, and not through the kernel: who it was.
 	Fault Fault `json:"fault,omitempty"`
+	// Kernel: the test failed because the kernel logged a report (a splat
+	// or a splat taint) while it ran: the runner attaches the report
+	// itself, from the console, to the test whose window held it.
+	Kernel bool `json:"kernel,omitempty"`
+	// Uses: the test runs over this seed's machinery (a qdisc test over a
+	// tap with IFF_BACKPRESSURE leans on seed 000-tun); see LeansOn.
+	Uses Seed `json:"uses,omitempty"`
 	// Why is what the probe read or the test observed.
 	Why string `json:"why,omitempty"`
 }
@@ -82,3 +89,9 @@ func ParseRecord(line string) (Record, bool) {
 // test) such a test fails. Tests never learn what their kernel is
 // expected to show.
 const JudgedEnv = "XMITCHECK_JUDGED"
+
+// FailFastEnv, set in a test binary's environment, stops a seed's tests at
+// its first failure (xmitcheck bisect, run -failfast): the seed is BROKEN
+// then, and its remaining tests are skipped, saying so
+// (internal/guest/observe.Step); other seeds' tests go on.
+const FailFastEnv = "XMITCHECK_FAILFAST"

@@ -80,6 +80,9 @@ func buildRig(tb testing.TB, env *netenv.Env, trace bool, release func(*rig)) *r
 	}
 	var err error
 	if r.objs, err = loadShared(); err != nil {
+		if errors.Is(err, instrument.ErrObject) {
+			observe.Fault(tb, feature.Harness, "%v", err)
+		}
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			tb.Fatalf("load bpf/devmap.c: %+v", ve)

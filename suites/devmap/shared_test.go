@@ -31,7 +31,11 @@ var shared struct {
 // first call; resetMaps gives a rig their maps fresh.
 func loadShared() (bpfObjects, error) {
 	shared.once.Do(func() {
-		shared.err = loadBpfObjects(&shared.objs, instrument.LoadOptions())
+		spec, err := instrument.Spec("bpf/devmap.c", loadBpf)
+		if err == nil {
+			err = spec.LoadAndAssign(&shared.objs, instrument.LoadOptions())
+		}
+		shared.err = err
 		if shared.err == nil {
 			testmain.AtEnd(shared.objs.Close)
 		}

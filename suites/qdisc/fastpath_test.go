@@ -10,6 +10,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
+	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/heartbeat"
 )
@@ -86,7 +87,7 @@ type fastPathRun struct {
 func watchFastPath(t *testing.T, r *rig, n int) fastPathRun {
 	tr, err := attachFastPath(r.dev.Attrs().Index)
 	if err != nil {
-		observe.Fault(t, feature.Environment, "%v", err)
+		observe.Fault(t, instrument.Cause(err), "%v", err)
 	}
 	defer tr.Close()
 	base, err := r.state()

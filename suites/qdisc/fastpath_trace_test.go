@@ -62,7 +62,7 @@ func (tr *fastPathTracer) misses() (uint64, string, error) {
 
 func attachFastPath(ifindex int) (*fastPathTracer, error) {
 	defer profile.Running(profile.Setup).End()
-	spec, err := loadFastpath()
+	spec, err := instrument.Spec("bpf/fastpath.c", loadFastpath)
 	if err != nil {
 		return nil, err
 	}

@@ -109,3 +109,30 @@ func TestCloseWhileStopped(t *testing.T) {
 	extra := readTap(t, r.taps[0].File, 1, holdFor)
 	assert.Check(t, is.Len(extra, 0), "read() found frames beyond the %d sent: %v; %v", b.sent+more, extra, a)
 }
+
+// TestLinkDownWhileStopped: take the tap down and up while its queue is
+// stopped with a batch in vhost. Down resets the qdisc (its backlog freed,
+// counted nowhere) and tun_net_close stops the queues again; the ring and
+// vhost's batch stay. Up starts the queue (tun_net_open): the guest gets
+// every frame the ring and vhost held, in order, and then new ones.
+func TestLinkDownWhileStopped(t *testing.T) {
+	observe.Of(t, feature.Seed000Vhost)
+	r, b := stoppedRig(t)
+	backlog := r.steady().Qdisc.Qlen
+	r.e.Down(t, r.link)
+	r.waitState("the qdisc reset by link down", func(s state) bool { return s.Qdisc.Qlen == 0 })
+	r.e.Up(t, r.link)
+	kept := b.sent - backlog
+	g := r.guests[0]
+	r.collect(g, b.rv, func(rv *receiver) bool { return rv.got >= kept })
+	assert.Check(t, is.DeepEqual(b.rv.seqs, seqRange(0, kept)), "the guest gets what the ring and vhost held, in order")
+
+	// The first sender's socket holds ENETDOWN from the down event: a new one.
+	more := sendAll(t, r.sender(1), 10)
+	r.collect(g, b.rv, func(rv *receiver) bool { return rv.got >= kept+more })
+	st := r.waitState("a drained qdisc", func(s state) bool { return s.Qdisc.Qlen == 0 })
+	a := account(b.sent+more, b.rv.got, st)
+	a.Uncounted, a.UncountedWhy = backlog, "qdisc reset at link down"
+	assert.Assert(t, a.Balanced(), "%v", a)
+	assert.Equal(t, st.Link.TxDropped, uint64(0), "%v", a)
+}

@@ -23,7 +23,8 @@
 //   - backpressure_test.go: TestBackpressure, the stop and each wake by tun's rule, batch by batch
 //   - burst_test.go: watchBurstDrops, frames freed with QDISC_BURST_DROP
 //   - delivery_test.go: TestDelivery, TestTransmit: frames intact and in order, both ways
-//   - detach_test.go: TestDetachWhileStopped, TestCloseWhileStopped: vhost taken from a stopped txq
+//   - detach_test.go: TestDetachWhileStopped, TestCloseWhileStopped, TestLinkDownWhileStopped: vhost taken from
+//     a stopped txq, or the tap taken down and up under it
 //   - detachrace_test.go: TestDetachRace, the owner check raced by vhost on queue files detached and re-attached
 //   - load_test.go: TestRace, two senders against a paced guest; BenchmarkRX
 //   - main_test.go: TestMain, leaked file descriptors and stray links fail the binary

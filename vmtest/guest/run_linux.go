@@ -58,7 +58,10 @@ func execBinary(i int, b Binary, env []string, snd sender) (code int, sent int64
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
-		msg := fmt.Sprintf("xmitcheck guest: cannot start %s: %v\n", b.Path, err)
+		// A binary missing or unreadable is the harness's, not the
+		// kernel's: the record says so to the judge.
+		why := fmt.Sprintf("cannot start the test binary %s: %v", b.Path, err)
+		msg := "xmitcheck guest: " + why + "\n" + feature.Record{Fault: feature.Harness, Why: why}.String() + "\n"
 		return 127, int64(len(msg)), snd.Output(i, []byte(msg))
 	}
 	exited := make(chan struct{})

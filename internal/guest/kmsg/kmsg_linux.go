@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
@@ -32,7 +33,7 @@ func Watch(tb testing.TB) {
 		if fd >= 0 {
 			defer unix.Close(fd)
 			if splats := readSplats(fd); len(splats) > 0 {
-				tb.Errorf("the kernel logged %d splat line(s) during the test, first: %q", len(splats), splats[0])
+				reported(tb, "the kernel logged %d splat line(s) during the test, first: %q", len(splats), splats[0])
 			}
 		}
 		after, err := taint()
@@ -41,10 +42,18 @@ func Watch(tb testing.TB) {
 			return
 		}
 		if gained := after &^ before & splatTaints; gained != 0 {
-			tb.Errorf("kernel taint went from %#x to %#x (new %#x: a WARN, BUG, oops or lockup fired): read the kernel log",
-				before, after, gained)
+			reported(tb, "kernel taint went from %#x to %#x (new %#x: a WARN, BUG, oops or lockup fired): "+
+				"read the kernel log", before, after, gained)
 		}
 	})
+}
+
+// reported fails tb on a kernel report, with a record that says so: the
+// judge reads the report the runner attached and what code it names.
+func reported(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	tb.Log(feature.Record{Kernel: true, Why: fmt.Sprintf(format, args...)}.String())
+	tb.Errorf(format, args...)
 }
 
 // openLogEnd opens /dev/kmsg positioned after its last record.

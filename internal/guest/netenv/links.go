@@ -9,6 +9,8 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
+	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
@@ -24,6 +26,12 @@ func (e *Env) Veth(tb testing.TB, name, peer string, txqlen int) (netlink.Link, 
 	}
 	v := &netlink.Veth{LinkAttrs: attrs, PeerName: peer}
 	if err := e.Handle.LinkAdd(v); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			// rtnetlink knows no link type "veth": its module is not
+			// there (CONFIG_VETH=m and no modules), not the kernel's fault.
+			observe.Fault(tb, feature.Environment, "netenv: add veth %s/%s: %v: this kernel has no veth link "+
+				"type (CONFIG_VETH; a module the guest could not load?)", name, peer, err)
+		}
 		tb.Fatalf("netenv: add veth %s/%s: %v", name, peer, err)
 	}
 	a := e.Link(tb, name)

@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
@@ -34,6 +35,7 @@ type Env struct {
 // for every device created afterwards. It fails tb when not run as root.
 func New(tb testing.TB) *Env {
 	tb.Helper()
+	observe.Step(tb)
 	defer profile.Start(tb, profile.Setup).End()
 	if testing.Short() {
 		tb.Skip("netenv: needs root and network namespaces: not with -short")
@@ -52,6 +54,7 @@ func New(tb testing.TB) *Env {
 // idempotent and also runs at the test's end.
 func NewDoomed(tb testing.TB) (e *Env, kill func()) {
 	tb.Helper()
+	observe.Step(tb)
 	defer profile.Start(tb, profile.Setup).End()
 	if testing.Short() {
 		tb.Skip("netenv: needs root and network namespaces: not with -short")

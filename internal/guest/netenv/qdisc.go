@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
@@ -26,6 +27,7 @@ func (e *Env) RootQdisc(tb testing.TB, l netlink.Link, q netlink.Qdisc) {
 		a.Handle = netlink.MakeHandle(1, 0)
 	}
 	if err := e.Handle.QdiscReplace(q); err != nil {
+		unknownKind(tb, q.Type(), err)
 		tb.Fatalf("netenv: replace root qdisc of %s with %s: %v", l.Attrs().Name, q.Type(), err)
 	}
 }
@@ -63,6 +65,7 @@ func (e *Env) Pfifo(tb testing.TB, l netlink.Link, limit uint32) {
 	tb.Helper()
 	defer profile.Start(tb, profile.Setup).End()
 	if err := e.pfifo(l, netlink.MakeHandle(1, 0), netlink.HANDLE_ROOT, limit); err != nil {
+		unknownKind(tb, "pfifo", err)
 		tb.Fatalf("netenv: replace root qdisc of %s with pfifo limit %d: %v", l.Attrs().Name, limit, err)
 	}
 }
@@ -77,8 +80,21 @@ func (e *Env) MqPfifo(tb testing.TB, l netlink.Link, n int, limit uint32) {
 	e.RootQdisc(tb, l, &netlink.GenericQdisc{QdiscType: "mq"})
 	for i := range n {
 		if err := e.pfifo(l, netlink.MakeHandle(uint16(10+i), 0), netlink.MakeHandle(1, uint16(i+1)), limit); err != nil {
+			unknownKind(tb, "pfifo", err)
 			tb.Fatalf("netenv: replace qdisc of %s at parent 1:%d with pfifo limit %d: %v", l.Attrs().Name, i+1, limit, err)
 		}
+	}
+}
+
+// unknownKind ends tb as an environment fault when err, a qdisc request's,
+// says the kernel knows no qdisc of that kind (ENOENT: "Specified qdisc
+// kind is unknown"): its module is not there, which is not the kernel's
+// fault.
+func unknownKind(tb testing.TB, kind string, err error) {
+	tb.Helper()
+	if errors.Is(err, unix.ENOENT) {
+		observe.Fault(tb, feature.Environment, "netenv: qdisc %s: %v: this kernel has no qdisc of that kind "+
+			"(a module the guest could not load?)", kind, err)
 	}
 }
 

@@ -25,6 +25,8 @@ import (
 func Of(tb testing.TB, seed feature.Seed) {
 	tb.Helper()
 	tb.Log(feature.Record{Seed: seed}.String())
+	tagged(tb.Name(), seed)
+	Step(tb)
 	feature.Mark(feature.TestStart, tb.Name())
 	tb.Cleanup(func() { feature.Mark(feature.TestEnd, tb.Name()) })
 	// Its profile begins here, its teardown with every cleanup but the mark.
@@ -61,12 +63,23 @@ func Probe(tb testing.TB, f feature.Feature, err error) {
 	Require(tb, err)
 }
 
+// LeansOn says that tb, a test of another seed, runs over seed's machinery
+// (what says which: "a tap with IFF_BACKPRESSURE"): where seed is BROKEN on
+// the same kernel, the judge reports tb's failure under it and leaves tb's
+// own seed to its tests on independent devices.
+func LeansOn(tb testing.TB, seed feature.Seed, what string) {
+	tb.Helper()
+	tb.Log(feature.Record{Uses: seed, Why: what}.String())
+	faulted(tb.Name())
+}
+
 // Fault fails tb on something that is not the kernel's doing (the
 // message says what): the judge then calls its seed untested (error),
 // never BROKEN. A kernel report during the test still makes it BROKEN.
 func Fault(tb testing.TB, f feature.Fault, format string, args ...any) {
 	tb.Helper()
 	tb.Log(feature.Record{Fault: f, Why: fmt.Sprintf(format, args...)}.String())
+	faulted(tb.Name())
 	tb.Fatalf(format, args...)
 }
 
@@ -77,6 +90,7 @@ func Fault(tb testing.TB, f feature.Fault, format string, args ...any) {
 func Lost(tb testing.TB, format string, args ...any) {
 	tb.Helper()
 	tb.Log(feature.Record{Fault: feature.Instrument, Why: fmt.Sprintf(format, args...)}.String())
+	faulted(tb.Name())
 	tb.Errorf(format, args...)
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/cilium/ebpf/link"
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
@@ -29,7 +28,7 @@ func TraceOwners(tb testing.TB, ns, ifindex int) *Owners {
 	tb.Helper()
 	o, err := AttachOwners(ns, ifindex)
 	if err != nil {
-		observe.Fault(tb, feature.Environment, "%v", err)
+		observe.Fault(tb, instrument.Cause(err), "%v", err)
 	}
 	tb.Cleanup(func() { o.Close() })
 	return o
@@ -39,7 +38,7 @@ func TraceOwners(tb testing.TB, ns, ifindex int) *Owners {
 // namespace ns (a namespace file descriptor).
 func AttachOwners(ns, ifindex int) (*Owners, error) {
 	defer profile.Running(profile.Setup).End()
-	spec, err := loadOwner()
+	spec, err := instrument.Spec("bpf/owner.c", loadOwner)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/cilium/ebpf/link"
 	"gotest.tools/v3/assert"
 
-	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
@@ -32,7 +31,7 @@ func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 	tb.Helper()
 	tr, err := Attach(ns, ifindex)
 	if err != nil {
-		observe.Fault(tb, feature.Environment, "%v", err)
+		observe.Fault(tb, instrument.Cause(err), "%v", err)
 	}
 	tb.Cleanup(func() { tr.Close() })
 	instrument.WatchLosses(tb, "bpf/wake.c", tr.losses)
@@ -43,7 +42,7 @@ func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 // namespace ns (a namespace file descriptor).
 func Attach(ns, ifindex int) (*Tracer, error) {
 	defer profile.Running(profile.Setup).End()
-	spec, err := loadWake()
+	spec, err := instrument.Spec("bpf/wake.c", loadWake)
 	if err != nil {
 		return nil, err
 	}

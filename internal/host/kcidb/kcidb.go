@@ -99,9 +99,11 @@ type Test struct {
 	Misc        map[string]any `json:"misc,omitempty"`
 }
 
-// Environment is where a test ran.
+// Environment is where a test ran: the comment says it in words, misc
+// as fields (vm, accel).
 type Environment struct {
-	Comment string `json:"comment,omitempty"`
+	Comment string         `json:"comment,omitempty"`
+	Misc    map[string]any `json:"misc,omitempty"`
 }
 
 // Write writes the snapshots as one KCIDB report, indented.
@@ -187,7 +189,7 @@ func build(s results.Snapshot, id, origin string) Build {
 func kernelTests(s results.Snapshot, build, origin string, seeds []feature.Seed, tests []testKey) []Test {
 	var env *Environment
 	if s.Accel != "" {
-		env = &Environment{Comment: accelComment(s.Accel)}
+		env = environment(s.Accel)
 	}
 	// A test's id is the build's and the test's path, which holds no / to
 	// trouble a URL; the second test of a build on one path (two names
@@ -321,15 +323,22 @@ func testStatus(s results.Status) string {
 	return Error
 }
 
-// accelComment says how the guest ran.
-func accelComment(accel string) string {
-	switch accel {
-	case "host":
-		return "the running kernel, no VM"
-	case "kvm", "tcg":
-		return "a qemu guest (" + accel + ")"
+// environment says how the tests ran: on the running kernel (accelerator
+// "none", or "host") or in a qemu guest under KVM or TCG.
+func environment(accel string) *Environment {
+	vm := !results.NoVM(accel) && accel != "host"
+	env := &Environment{Misc: map[string]any{"vm": vm}}
+	switch {
+	case !vm:
+		env.Comment = "the running kernel, no VM"
+	case accel == "kvm":
+		env.Comment, env.Misc["accel"] = "a qemu guest under KVM (hardware virtualization)", accel
+	case accel == "tcg":
+		env.Comment, env.Misc["accel"] = "a qemu guest under TCG (qemu's CPU emulator, no KVM)", accel
+	default:
+		env.Comment, env.Misc["accel"] = "a qemu guest, accelerator "+accel, accel
 	}
-	return accel
+	return env
 }
 
 // testKey is a leaf test: its package as the snapshot has it

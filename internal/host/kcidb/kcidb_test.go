@@ -252,3 +252,19 @@ func TestExcerpt(t *testing.T) {
 	assert.Check(t, strings.HasSuffix(got, "the last line"), "the end of a transcript is kept")
 	assert.Check(t, is.Equal(len([]rune(got)), maxExcerpt))
 }
+
+// TestEnvironment: each test's environment says where it ran in words and
+// in fields, the host's run ("none") as plainly as a VM's.
+func TestEnvironment(t *testing.T) {
+	snaps := matrixFixture(t)[:2]
+	snaps[0].Accel, snaps[1].Accel = "none", "tcg"
+	r := validate(t, schema(t), snaps)
+	host := byPath(r, 0)["xmitcheck.devmap.TestOrdering"].Environment
+	assert.Assert(t, host != nil)
+	assert.Check(t, is.Equal(host.Comment, "the running kernel, no VM"))
+	assert.Check(t, is.DeepEqual(host.Misc, map[string]any{"vm": false}))
+	vm := byPath(r, 1)["xmitcheck.devmap.TestOrdering"].Environment
+	assert.Assert(t, vm != nil)
+	assert.Check(t, is.Equal(vm.Comment, "a qemu guest under TCG (qemu's CPU emulator, no KVM)"))
+	assert.Check(t, is.DeepEqual(vm.Misc, map[string]any{"vm": true, "accel": "tcg"}))
+}

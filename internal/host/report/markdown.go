@@ -18,7 +18,7 @@ import (
 func WriteMarkdown(w io.Writer, snaps []results.Snapshot) error {
 	v := newView(snaps)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "## xmitcheck: %d kernels\n\n", len(v.Kernels))
+	fmt.Fprintf(&b, "## xmitcheck: %s\n\n", results.Count(len(v.Kernels), "kernel"))
 	writeVerdicts(&b, v)
 	writeCosts(&b, v)
 	writeKernels(&b, v)

@@ -165,6 +165,9 @@ type evidence struct {
 	shown string
 	// skipWhy is the first skip's reason.
 	skipWhy string
+	// over are the failed tests of other seeds that run over this one's
+	// machinery, reported under it since it is BROKEN (gatherLeaning).
+	over []string
 }
 
 // gather adds up the leaf tests per seed. Absences count for every seed
@@ -178,6 +181,7 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 		}
 		return by[s]
 	}
+	var leaning []*Test
 	for _, t := range r.Tests {
 		explained := false
 		for _, rec := range obs[t].records {
@@ -205,6 +209,14 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 			continue
 		}
 		a := get(seed)
+		if t.Status == Fail && r.blamedElsewhere(t, seed, obs[t], get) {
+			a.untested = cmp.Or(a.untested, ShortPackage(t.Package)+"."+t.Name+": "+r.elsewhere(t, obs[t]))
+			continue
+		}
+		if t.Status == Fail && !explained && t.untested(obs[t]) == "" && len(leansOn(obs[t], seed)) > 0 {
+			leaning = append(leaning, t) // decided once every seed's own tests counted
+			continue
+		}
 		switch t.Status {
 		case Fail:
 			switch why := t.untested(obs[t]); {
@@ -224,6 +236,7 @@ func (r *Run) gather(obs map[*Test]observation) map[feature.Seed]*evidence {
 		}
 	}
 	r.gatherBinaries(obs, get)
+	gatherLeaning(leaning, obs, get)
 	return by
 }
 
@@ -241,10 +254,23 @@ func (r *Run) gatherBinaries(obs map[*Test]observation, get func(feature.Seed) *
 		if t.Name == "" {
 			seeds = r.packageSeeds(t.Package, obs)
 		}
-		if len(seeds) == 0 {
+		if t.Name == "" && len(seeds) == 0 {
+			// It ran no test: its seeds are the suite's.
+			seeds = feature.SuiteSeeds(strings.TrimPrefix(ShortPackage(t.Package), "suites/"))
+		}
+		if len(seeds) == 0 && (len(t.Kernel) == 0 || attribute(t.Kernel).unnamed) {
 			r.Orphans = append(r.Orphans, strings.TrimPrefix(ShortPackage(t.Package)+"."+t.Name, ".")+": "+t.firstFailure())
 		}
 		why := t.untested(obs[t])
+		att := attribute(t.Kernel)
+		if why == "" && len(t.Kernel) > 0 {
+			blame(t, att, get)
+			// A report in the binary's window that names other seeds'
+			// code only leaves this package's seeds to their tests.
+			if !att.unnamed {
+				seeds = slices.DeleteFunc(slices.Clone(seeds), func(s feature.Seed) bool { return !att.names(s) })
+			}
+		}
 		for _, s := range seeds {
 			a := get(s)
 			if why != "" {
@@ -309,6 +335,9 @@ func decide(seed feature.Seed, a *evidence, runErr error) Verdict {
 		v.State, v.Why = Error, "no test of the seed ran: the packages or -run given left them all out"
 	case a.broken != "":
 		v.State, v.Why = Broken, a.broken
+		if len(a.over) > 0 {
+			v.Why += fmt.Sprintf(" (and over it %s of other seeds, first %s)", Count(len(a.over), "failed test"), a.over[0])
+		}
 	case a.absent != "" && a.shown != "":
 		v.State, v.Why = Broken, fmt.Sprintf("absent (%s), yet shown by %s", a.absent, a.shown)
 	case a.absent != "":
@@ -318,10 +347,10 @@ func decide(seed feature.Seed, a *evidence, runErr error) Verdict {
 	case runErr != nil && a.passed == 0:
 		v.State, v.Why = Error, runErr.Error()
 	case a.passed > 0 && a.shown == "":
-		v.State, v.Why = Error, fmt.Sprintf("%d tests passed, none of them one that shows the seed's behaviour "+
-			"(observe.Shows): run the whole package, or a -run that keeps one", a.passed)
+		v.State, v.Why = Error, fmt.Sprintf("%s passed, none of them one that shows the seed's behaviour "+
+			"(observe.Shows): run the whole package, or a -run that keeps one", Count(a.passed, "test"))
 	case a.passed > 0:
-		v.State, v.Why = Present, fmt.Sprintf("passed: %d tests", a.passed)
+		v.State, v.Why = Present, "passed: "+Count(a.passed, "test")
 		if a.skipped > 0 {
 			v.Why += fmt.Sprintf(", %d skipped", a.skipped)
 		}

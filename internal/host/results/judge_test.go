@@ -129,6 +129,24 @@ func TestGatherBinaryFailure(t *testing.T) {
 	assert.Check(t, is.DeepEqual(r.Orphans, []string{"kernel.BUG: kernel BUG: BUG: soft lockup"}))
 }
 
+// TestBinaryCannotStart: a test binary the guest could not start (missing,
+// unreadable) ran no test, and leaves its suite's seeds error, with why.
+func TestBinaryCannotStart(t *testing.T) {
+	why := "cannot start the test binary /bins/tun.test: fork/exec /bins/tun.test: no such file or directory"
+	r := NewRun("k")
+	r.Add(Event{Action: "output", Package: pkg, Output: "xmitcheck guest: " + why + "\n"})
+	r.Add(Event{Action: "output", Package: pkg, Output: feature.Record{Fault: feature.Harness, Why: why}.String() + "\n"})
+	r.Add(Event{Action: "fail", Package: pkg, Output: "exit status 127"})
+	r.Finish(nil)
+	r.Judge(expect.Expectation{}, "test")
+	for _, s := range []feature.Seed{feature.Seed000Tun, feature.Seed002} {
+		v, ok := r.verdict(s)
+		assert.Assert(t, ok, "%s has no verdict", s)
+		assert.Check(t, is.Equal(v.State, Error))
+		assert.Check(t, is.Equal(v.Why, "suites/tun (the test binary): not the kernel: harness: "+why))
+	}
+}
+
 func TestDecide(t *testing.T) {
 	for _, tc := range []struct {
 		name string
