@@ -47,8 +47,9 @@ var (
 // limit for a tap with a qdisc, so it stands for the patch (no kernel
 // carries 002 itself). It reports the sender's rate (tx-Mbit/s, messages
 // sendto(2) took per second of sending), the receiver's (rx-Mbit/s,
-// messages read per second until every one was read or dropped) and the
-// sender thread's system CPU per second of sending (sys-ms/s). Every
+// messages read per second until every one was read or dropped), the
+// sender thread's system CPU per second of sending (sys-ms/s), and the
+// share of the messages sent that were lost (lost-%). Every
 // message is accounted for: sent = read + tun drops + qdisc drops
 // (+ QDISC_BURST_DROP before the qdisc).
 func BenchmarkUDPStream(b *testing.B) {
@@ -91,6 +92,7 @@ func benchUDP(b *testing.B, o tapOpts) {
 	b.ReportMetric(float64(snd.sent)*bits/snd.took.Seconds()/1e6, "tx-Mbit/s")
 	b.ReportMetric(float64(l.Received)*bits/elapsed.Seconds()/1e6, "rx-Mbit/s")
 	b.ReportMetric(float64(snd.sys.Milliseconds())/snd.took.Seconds(), "sys-ms/s")
+	b.ReportMetric(100*float64(l.Sent-l.Received)/float64(max(l.Sent, 1)), "lost-%")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%v in %v (sending %v, sender's system CPU %v)", l, elapsed.Round(time.Millisecond),
 		snd.took.Round(time.Millisecond), snd.sys)

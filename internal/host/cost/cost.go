@@ -108,6 +108,14 @@ func (c Claim) row(bench string, get func(unit string) sides) Row {
 	if bench != c.Bench {
 		r.Row += " (" + strings.TrimPrefix(bench, c.Bench+"/") + ")"
 	}
+	if c.ScaleBy != "" {
+		if l, ok := mean(get(c.ScaleBy).a); ok {
+			f := min(l/c.ScaleAt, 1)
+			r.Note = fmt.Sprintf("the claim is scaled by %.2f: the stock side's %s here is %.1f, %.1f in the claim's run",
+				f, c.ScaleBy, l, c.ScaleAt)
+			c.Pct *= f
+		}
+	}
 	r.Measures = append(r.Measures, get(c.Unit).measure(c.Unit, c.Better, c.Pct))
 	if c.PerFrame != "" {
 		if s := get(c.PerFrame); len(s.a)+len(s.b) > 0 {
@@ -115,7 +123,7 @@ func (c Claim) row(bench string, get func(unit string) sides) Row {
 		}
 	}
 	reached := func(v float64) bool { return v > 0 }
-	if a := get(c.Reached).a; c.Reached != "" && len(a) > 0 && !slices.ContainsFunc(a, reached) {
+	if a := get(c.Reached).a; c.Reached != "" && count(a) > 0 && !slices.ContainsFunc(a, reached) {
 		r.Note = fmt.Sprintf("the stock side's %s was 0 in every round: the work never reached the path the patch "+
 			"changes, so B ran A's path and this row measured no cost of the patch", c.Reached)
 	}

@@ -226,3 +226,25 @@ func TestRoundsByNumber(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Check(t, math.Abs(c.Pct-(-20)) < 1e-9, "B is 80 %% of A in both rounds it ran: %+v", c)
 }
+
+// TestScaledClaim: 002's sender claim (-63.9 % where stock lost 85.9 %)
+// is scaled to a stock side that lost 21.5 %: a quarter of it.
+func TestScaledClaim(t *testing.T) {
+	var s []Sample
+	for r, v := range [][3]float64{{100, 100, 80}, {110, 105, 85}, {90, 95, 70}} {
+		for i, side := range []string{feature.SideA, feature.SideA2, feature.SideB} {
+			name := "BenchmarkUDPStream/" + side
+			if r > 0 {
+				name += fmt.Sprintf("#%02d", r)
+			}
+			smp, ok := ParseLine("suites/tun", fmt.Sprintf("%s-2\t1\t%g tx-Mbit/s\t21.5 lost-%%\t50 sys-ms/s", name, v[i]))
+			assert.Assert(t, ok)
+			s = append(s, smp)
+		}
+	}
+	rows := InBoot(s, "kvm")
+	assert.Assert(t, is.Len(rows, 3), "the sender's rate, the receiver's (not reported here) and the system CPU")
+	want := change(4679.65, 1687.92) * 21.5 / netperfLost
+	assert.Check(t, math.Abs(rows[0].Measures[0].Claim-want) < 1e-9, "%v, want %v", rows[0].Measures[0].Claim, want)
+	assert.Check(t, is.Contains(rows[0].Note, "the claim is scaled by 0.25"), rows[0].Note)
+}

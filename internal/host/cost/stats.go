@@ -69,6 +69,18 @@ func paired(a, b []float64) (Change, error) {
 	return Change{Pct: pct(mean), Lo: pct(math.Max(mean-half, 0)), Hi: pct(mean + half), Rounds: len(r)}, nil
 }
 
+// mean is the mean of the results of v (not NaN); ok is false without any.
+func mean(v []float64) (float64, bool) {
+	sum, n := 0.0, 0
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			sum += x
+			n++
+		}
+	}
+	return sum / float64(n), n > 0
+}
+
 // count is how many of v are results (not NaN).
 func count(v []float64) int {
 	n := 0
