@@ -91,7 +91,8 @@ func (s *suiteRun) costPass(ctx context.Context, k *kernels.Kernel, init string,
 			r.Note(fmt.Sprintf("cost pass: %s %s failed: %s", results.ShortPackage(t.Package), t.Name, t.Reason()))
 		}
 	}
-	r.Costs = cost.InBoot(cr.BenchmarkSamples(), cr.Accel)
+	r.CostSamples = cr.BenchmarkSamples()
+	r.Costs = cost.InBoot(r.CostSamples, cr.Accel)
 	for i, c := range r.Costs {
 		if c.Judgment == cost.Unmeasured {
 			r.Costs[i].Why += sideReasons(cr, c)

@@ -134,8 +134,10 @@ type Run struct {
 	Name  string
 	Ended time.Time
 	// Costs are the cost rows measured on the kernel (run --cost): their
-	// own column, never a verdict.
-	Costs []cost.Row
+	// own column, never a verdict; CostSamples every result they were
+	// made of, for a reader who would judge them again.
+	Costs       []cost.Row
+	CostSamples []cost.Sample
 	// Round is the run's round in a soak (run -count N), from 1; 0 when
 	// the kernel runs once. Reports name a round's tests apart (label).
 	Round   int

@@ -26,8 +26,10 @@ type Snapshot struct {
 	Tests        []SnapshotTest `json:",omitempty"`
 	// Benchmarks are the benchmark result lines, go test's format.
 	Benchmarks []string `json:",omitempty"`
-	// Costs are the cost rows measured on the kernel (run --cost).
-	Costs []cost.Row `json:",omitempty"`
+	// Costs are the cost rows measured on the kernel (run --cost), and
+	// CostSamples the benchmark results they were made of.
+	Costs       []cost.Row    `json:",omitempty"`
+	CostSamples []cost.Sample `json:",omitempty"`
 }
 
 // SnapshotTest is one leaf test: its status, duration, and why it failed,
@@ -47,7 +49,7 @@ func (r *Run) Snapshot() Snapshot {
 	s := Snapshot{
 		Kernel: r.Kernel, Accel: r.Accel, BootToFirstTest: r.BootToFirstTest, Total: r.Total,
 		ExpectSource: r.ExpectSource, Verdicts: r.Verdicts, Misses: r.Misses, Notes: r.Notes,
-		Benchmarks: r.BenchmarkLines(), Costs: r.Costs,
+		Benchmarks: r.BenchmarkLines(), Costs: r.Costs, CostSamples: r.CostSamples,
 	}
 	if r.Err != nil {
 		s.Err = r.Err.Error()
