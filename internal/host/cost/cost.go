@@ -122,10 +122,14 @@ func (c Claim) row(bench string, get func(unit string) sides) Row {
 			r.Measures = append(r.Measures, s.measure(c.PerFrame, Lower, perFrame(c.Pct)))
 		}
 	}
+	if m := r.Measures[0]; len(m.Change.Left) > 0 {
+		r.Note = join(r.Note, fmt.Sprintf("%s: rounds left out where the stock side measured 0 and the patched "+
+			"side did not (%s)", m.Unit, strings.Join(m.Change.Left, ", ")))
+	}
 	reached := func(v float64) bool { return v > 0 }
 	if a := get(c.Reached).a; c.Reached != "" && count(a) > 0 && !slices.ContainsFunc(a, reached) {
-		r.Note = fmt.Sprintf("the stock side's %s was 0 in every round: the work never reached the path the patch "+
-			"changes, so B ran A's path and this row measured no cost of the patch", c.Reached)
+		r.Note = join(r.Note, fmt.Sprintf("the stock side's %s was 0 in every round: the work never reached the path "+
+			"the patch changes, so B ran A's path and this row measured no cost of the patch", c.Reached))
 	}
 	return r
 }
@@ -171,4 +175,12 @@ func keys(samples []Sample) []key {
 		}
 	}
 	return out
+}
+
+// join joins two notes.
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }

@@ -47,11 +47,10 @@ func TestPaired(t *testing.T) {
 
 	_, err = paired([]float64{10}, []float64{9})
 	assert.ErrorContains(t, err, "1 rounds with a ratio", "one round has no interval")
-	_, err = paired([]float64{0, 10}, []float64{9, 9})
-	assert.ErrorContains(t, err, "round 1: the stock side measured 0 and the other 9, no ratio")
-	c, err = paired([]float64{0, 10, 10}, []float64{0, 8, 8})
-	assert.NilError(t, err, "a round where both lost nothing is left out")
+	c, err = paired([]float64{0, 10, 10, 0}, []float64{0, 8, 8, 9})
+	assert.NilError(t, err, "a round where the stock side lost nothing is left out")
 	assert.Equal(t, c.Rounds, 2)
+	assert.DeepEqual(t, c.Left, []string{"round 4: 0 against 9"})
 	assert.Assert(t, math.Abs(tQuantile975(40)-2.021) < 0.001, "t(40) = %v", tQuantile975(40))
 }
 

@@ -16,6 +16,9 @@ type Change struct {
 	// Geometric says the change is the geometric mean of the ratios
 	// (every value above 0), not their mean.
 	Geometric bool `json:",omitempty"`
+	// Left are the rounds left out where the stock side measured 0 and
+	// the other did not, with both values.
+	Left []string `json:",omitempty"`
 }
 
 // Half is the interval's half-width, in percentage points.
@@ -32,18 +35,22 @@ func (c Change) Contains(pct float64) bool { return c.Lo <= pct && pct <= c.Hi }
 // round weighs no more than its fast one, and A against itself centres on
 // 0. Where b measured 0 in a round (a loss the patch took to nothing) no
 // logarithm exists, and the mean of the ratios stands instead. A round
-// where both measured 0 (nothing lost either way) says nothing of the
-// change and is left out; one where only a did has no ratio, and fails.
-// So do fewer than two pairs.
+// where a measured 0 (a stock side that lost nothing: its reader kept up)
+// has no ratio and is left out, noted in Change.Left when b did not
+// measure 0 there. Fewer than two pairs make no interval.
 func paired(a, b []float64) (Change, error) {
 	var r []float64
+	var left []string
 	logs := true
 	for i := range min(len(a), len(b)) {
 		switch {
-		case math.IsNaN(a[i]) || math.IsNaN(b[i]) || (a[i] == 0 && b[i] == 0):
+		case math.IsNaN(a[i]) || math.IsNaN(b[i]):
 			continue
 		case a[i] == 0:
-			return Change{}, fmt.Errorf("round %d: the stock side measured 0 and the other %g, no ratio", i+1, b[i])
+			if b[i] != 0 {
+				left = append(left, fmt.Sprintf("round %d: 0 against %g", i+1, b[i]))
+			}
+			continue
 		}
 		r = append(r, b[i]/a[i])
 		logs = logs && b[i] > 0
@@ -60,13 +67,13 @@ func paired(a, b []float64) (Change, error) {
 		mean, sd := meanSD(r)
 		half := t * sd / math.Sqrt(float64(len(r)))
 		return Change{Pct: pct(math.Exp(mean)), Lo: pct(math.Exp(mean - half)), Hi: pct(math.Exp(mean + half)),
-			Rounds: len(r), Geometric: true}, nil
+			Rounds: len(r), Geometric: true, Left: left}, nil
 	}
 	mean, sd := meanSD(r)
 	half := t * sd / math.Sqrt(float64(len(r)))
 	// Every measure here is a rate or a cost, never below 0: neither is
 	// their ratio.
-	return Change{Pct: pct(mean), Lo: pct(math.Max(mean-half, 0)), Hi: pct(mean + half), Rounds: len(r)}, nil
+	return Change{Pct: pct(mean), Lo: pct(math.Max(mean-half, 0)), Hi: pct(mean + half), Rounds: len(r), Left: left}, nil
 }
 
 // mean is the mean of the results of v (not NaN); ok is false without any.
