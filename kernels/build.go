@@ -40,6 +40,10 @@ type BuildOptions struct {
 	// Base is the config the fragments go on: BaseMinimal (the
 	// default, also when empty) or BaseDefconfig.
 	Base string
+	// Debug are debug flavours (DebugFlavours): each adds its sanitizer's
+	// fragment after the suites' own, before Config. A flavoured build has
+	// objects of its own, and its name ends with them ("7.3.4+kcsan").
+	Debug []string
 }
 
 // The bases a build's config can start from.
@@ -70,6 +74,8 @@ type Built struct {
 	Tree    string   `json:"tree"`
 	Commit  string   `json:"commit,omitempty"`
 	Patches []string `json:"patches,omitempty"`
+	// Debug are the debug flavours built in (kcsan, kasan, ...).
+	Debug   []string `json:"debug,omitempty"`
 	Release string   `json:"release"`
 	// Took is how long make ran (0 for a cached build).
 	Took time.Duration `json:"took"`
@@ -169,7 +175,18 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	debug, err := ParseDebug(o.Debug)
+	if err != nil {
+		return nil, err
+	}
 	var frags []string
+	for _, f := range debug {
+		data, err := DebugConfig(f)
+		if err != nil {
+			return nil, err
+		}
+		frags = append(frags, data)
+	}
 	for _, f := range o.Config {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -181,7 +198,9 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := p.out(base)
+	// A sanitizer changes the flags of every file: its builds keep their
+	// own objects, so a plain build after one recompiles nothing.
+	out := p.out(base + debugSuffix(debug))
 	for _, d := range []string{p.src, out, p.ccache, p.builds} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("creating the build cache: %w", err)
@@ -218,12 +237,16 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 		fmt.Fprintf(h, "fragment\n%s\n", f)
 	}
 	key := hex.EncodeToString(h.Sum(nil))[:16]
-	b := &Built{Name: o.Name, Key: key, Tree: tree, Commit: gitCommit(ctx, tree), Dir: filepath.Join(p.builds, key)}
+	b := &Built{Name: o.Name, Key: key, Tree: tree, Commit: gitCommit(ctx, tree), Debug: debug,
+		Dir: filepath.Join(p.builds, key)}
 	for _, pt := range patches {
 		b.Patches = append(b.Patches, pt.dir+" "+pt.name)
 	}
 	if b.Name == "" {
 		b.Name = defaultBuildName(tree, b.Commit, patches)
+	}
+	if suffix := debugSuffix(debug); !strings.HasSuffix(b.Name, suffix) {
+		b.Name += suffix
 	}
 	if err := validBuildName(b.Name); err != nil {
 		return nil, err
@@ -247,7 +270,7 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	}
 	defer log.Close()
 	mk := maker{ctx: ctx, src: p.src, out: out, ccache: p.ccache, log: log, logPath: logPath, progress: o.Progress}
-	note(o.Progress, "build: config (%s base, the suites' fragment)", base)
+	note(o.Progress, "build: config (%s base, the suites' fragment%s)", base, debugNote(debug))
 	if err := mk.configure(base, frags); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ const (
 	KindWarning  = splat.Warning
 	KindBUG      = splat.BUG
 	KindKASAN    = splat.KASAN
+	KindKCSAN    = splat.KCSAN
+	KindKmemleak = splat.Kmemleak
 	KindUBSAN    = splat.UBSAN
 	KindLockdep  = splat.Lockdep
 	KindPanic    = splat.Panic
@@ -36,7 +38,8 @@ var continuations = regexp.MustCompile(`^(Oops: |general protection fault)`)
 
 // ends close the open report, the line included: a WARN/BUG/oops trace
 // ends with "---[ end trace", a panic with "---[ end Kernel panic", and
-// KASAN/UBSAN reports with a rule of "=".
+// KASAN/KCSAN/UBSAN reports with a rule of "=" (a KCSAN report opens with
+// one too, before its first line).
 var (
 	endTrace = regexp.MustCompile(`^---\[ end (trace|Kernel panic)`)
 	endRule  = regexp.MustCompile(`^={20,}$`)
@@ -89,7 +92,7 @@ func (s *splatScanner) Line(line string) []Splat {
 			s.open.Lines = append(s.open.Lines, line)
 			return nil
 		case endTrace.MatchString(body),
-			endRule.MatchString(body) && (s.open.Kind == KindKASAN || s.open.Kind == KindUBSAN):
+			endRule.MatchString(body) && slices.Contains([]string{KindKASAN, KindKCSAN, KindUBSAN}, s.open.Kind):
 			s.open.Lines = append(s.open.Lines, line)
 			return s.Flush()
 		case strings.HasPrefix(body, "xmitcheck guest:"):

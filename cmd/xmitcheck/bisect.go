@@ -71,6 +71,10 @@ func cmdBisect(args []string) int {
 		fmt.Fprintln(os.Stderr, "xmitcheck: bisect builds its kernel from --tree: no --kernel")
 		return bisectAbort
 	}
+	if err := b.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
+		return bisectAbort
+	}
 	if b.tree == "" {
 		b.tree = "."
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/xmitcheck/xmitcheck/kernels"
@@ -19,6 +20,7 @@ type buildFlags struct {
 	name          string
 	jobs          int
 	base          string
+	debug         listFlag
 }
 
 func (b *buildFlags) register(fs *flag.FlagSet) {
@@ -30,13 +32,23 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.jobs, "j", 0, "make jobs (default: one per CPU)")
 	fs.StringVar(&b.base, "base", kernels.BaseMinimal,
 		"config base: minimal (allnoconfig given kernels/base.config) or defconfig (+ kvm_guest.config)")
+	fs.Var(&b.debug, "debug", "debug flavours, comma-separated or repeated: "+strings.Join(kernels.DebugFlavours, ", ")+
+		" (kcsan not with kasan); the build's name ends with them, e.g. NAME+kcsan")
+}
+
+// check reports a bad flag value as a usage error.
+func (b *buildFlags) check() error {
+	if _, err := kernels.ParseDebug(b.debug); err != nil {
+		return usagef("--debug: %v", err)
+	}
+	return nil
 }
 
 func (b *buildFlags) options() kernels.BuildOptions {
 	return kernels.BuildOptions{
 		Options: kernels.Options{Progress: os.Stderr},
 		Tree:    b.tree, Revert: b.revert, Apply: b.apply, Config: b.config, Name: b.name, Jobs: b.jobs,
-		Base: b.base,
+		Base: b.base, Debug: b.debug,
 	}
 }
 
@@ -53,6 +65,9 @@ func cmdBuild(args []string) (*kernels.Built, error) {
 	}
 	if b.tree == "" || fs.NArg() > 0 {
 		return nil, usagef("kernels build: give --tree DIR (and no other arguments)")
+	}
+	if err := b.check(); err != nil {
+		return nil, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -34,6 +34,12 @@ type Record struct {
 	// Uses: the test runs over this seed's machinery (a qdisc test over a
 	// tap with IFF_BACKPRESSURE leans on seed 000-tun); see LeansOn.
 	Uses Seed `json:"uses,omitempty"`
+	// Raced with Handshakes: the test raced seed Raced's handshake (a
+	// stop and its wake, an owner's batch) this many times on a kernel
+	// whose sanitizer watched it; Why says which and what it did. The
+	// judge reports them, so that a clean run says how much was watched.
+	Raced      Seed   `json:"raced,omitempty"`
+	Handshakes uint64 `json:"handshakes,omitempty"`
 	// Why is what the probe read or the test observed.
 	Why string `json:"why,omitempty"`
 }

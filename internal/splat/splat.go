@@ -1,5 +1,6 @@
 // Package splat recognises the line that starts a kernel report — a
-// warning, BUG, oops, KASAN/UBSAN, lockdep, RCU stall, hung task or panic —
+// warning, BUG, oops, a sanitizer's (KCSAN, KASAN, UBSAN, lockdep,
+// kmemleak), RCU stall, hung task or panic —
 // so that the console watcher of the VMs (vmtest) and the kernel-log
 // watcher of tests on a host kernel (internal/guest/kmsg) agree on what a splat is.
 package splat
@@ -8,11 +9,16 @@ import "regexp"
 
 // Kinds of report.
 const (
-	Warning  = "WARNING"
-	BUG      = "BUG"
-	KASAN    = "KASAN"
-	UBSAN    = "UBSAN"
-	Lockdep  = "lockdep"
+	Warning = "WARNING"
+	BUG     = "BUG"
+	KASAN   = "KASAN"
+	KCSAN   = "KCSAN"
+	UBSAN   = "UBSAN"
+	Lockdep = "lockdep"
+	// Kmemleak is a leak the guest's scan after a test binary found
+	// (vmtest/guest) and wrote to the kernel log: kmemleak keeps its
+	// reports in debugfs.
+	Kmemleak = "kmemleak"
 	Panic    = "panic"
 	RCUStall = "RCU stall"
 	HungTask = "hung task"
@@ -33,6 +39,8 @@ var triggers = []struct {
 	{regexp.MustCompile(`^WARNING: .*(lock|RCU)`), Lockdep},
 	{regexp.MustCompile(`^WARNING: `), Warning},
 	{regexp.MustCompile(`^BUG: KASAN: `), KASAN},
+	{regexp.MustCompile(`^BUG: KCSAN: `), KCSAN},
+	{regexp.MustCompile(`^unreferenced object (\(\w+\) )?0x[0-9a-f]+ \(size \d+\):`), Kmemleak},
 	{regexp.MustCompile(`^UBSAN: `), UBSAN},
 	{regexp.MustCompile(`^(BUG: |kernel BUG at )`), BUG},
 	{regexp.MustCompile(`^(rcu: )?INFO: rcu_\w+ (self-)?detected (stalls|stall)`), RCUStall},
@@ -50,4 +58,16 @@ func Start(body string) string {
 		}
 	}
 	return ""
+}
+
+// Sanitizer reports whether a report of kind comes from one of the
+// kernel's sanitizers: a finding about the code it names, which judges
+// only that code (a data race, a bad access, a lock order, a leak), not a
+// failure of whatever ran.
+func Sanitizer(kind string) bool {
+	switch kind {
+	case KASAN, KCSAN, UBSAN, Lockdep, Kmemleak:
+		return true
+	}
+	return false
 }

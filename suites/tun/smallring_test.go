@@ -19,6 +19,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/kcsan"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
@@ -26,7 +27,8 @@ import (
 )
 
 const (
-	// smallRingFor is how long the sender races the reader on each ring.
+	// smallRingFor is how long the sender races the reader on each ring
+	// (longer under KCSAN: kcsan.For).
 	smallRingFor = 3 * time.Second
 	// suspectEvery is the window in which a polling reader must get a
 	// frame while the qdisc holds some; a window without one is looked at
@@ -75,18 +77,19 @@ func raceSmallRing(t *testing.T, ring int) {
 	tr := tunwake.Trace(t, int(fx.e.NS), fx.ifindex)
 	sr.sent.Store(fx.res.Handed())
 	sr.p = startPoller(t, fx.dev.File, where.reader)
+	raced := kcsan.Watch(t, feature.Seed000Tun)
 
-	ctx, cancel := context.WithTimeout(t.Context(), smallRingFor)
+	ctx, cancel := context.WithTimeout(t.Context(), kcsan.For(smallRingFor))
 	defer cancel()
 	start := time.Now()
 	sendErr := sr.startSender(ctx, where.senders[0])
 	st, suspects := sr.watch(t, ctx, start)
 	cancel()
-	raced := time.Since(start)
+	took := time.Since(start)
 	assert.NilError(t, <-sendErr)
 
 	l, last := sr.settle(t, st != nil)
-	secs := raced.Seconds()
+	secs := took.Seconds()
 	t.Logf("ring=%d: %.0f sent/s, %.0f read/s, %d empty reads; %d windows of %v without delivery that moved again; %v",
 		ring, float64(l.Sent)/secs, float64(l.Received)/secs, sr.p.empty.Load(), suspects, suspectEvery, l)
 	if st != nil {
@@ -97,7 +100,8 @@ func raceSmallRing(t *testing.T, ring int) {
 	}
 	assert.Assert(t, l.Balanced(), "%v", l)
 	checkStreams(t, l, sentBy(fx.s), sr.p.r)
-	tunwake.CheckDrops(t, tr, last.Link.TxDropped-fx.st.Link.TxDropped, l)
+	w := tunwake.CheckDrops(t, tr, last.Link.TxDropped-fx.st.Link.TxDropped, l)
+	raced(w.All)
 }
 
 // smallRacer is TestRaceSmallRing's tap with its sender and its reader.

@@ -17,6 +17,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
+	"github.com/xmitcheck/xmitcheck/internal/guest/kcsan"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
@@ -24,7 +25,8 @@ import (
 )
 
 const (
-	// smallRingFor is how long the sender races vhost on each subtest.
+	// smallRingFor is how long the sender races vhost on each subtest
+	// (longer under KCSAN: kcsan.For).
 	smallRingFor = 1500 * time.Millisecond
 	// smallRingPause is how long the guest sleeps after a poll that got
 	// nothing: it shares the sender's CPU, and leaves it to the sender.
@@ -106,8 +108,9 @@ func raceSmallRing(t *testing.T, ring int, poll uint32) {
 	sr := &smallRacer{rig: r, burst: r.watchBurstDrops(), s: r.sender(0)}
 	tr := tunwake.Trace(t, int(r.e.NS), r.link.Attrs().Index)
 	sr.c = startGuest(t, r.guests[0], r.receiver(false), sendCPU, smallRingPause)
+	watched := kcsan.Watch(t, feature.Seed000Vhost)
 
-	ctx, cancel := context.WithTimeout(t.Context(), smallRingFor)
+	ctx, cancel := context.WithTimeout(t.Context(), kcsan.For(smallRingFor))
 	defer cancel()
 	start := time.Now()
 	sendErr := sr.startSender(ctx, sendCPU)
@@ -129,7 +132,8 @@ func raceSmallRing(t *testing.T, ring int, poll uint32) {
 		"%d windows of %v without delivery that moved again; %v",
 		ring, poll, float64(l.Sent)/secs, float64(l.Received)/secs, last.idle, suspects, suspectEvery, l)
 	// The stall last: the judge quotes a failed test's last line.
-	tunwake.CheckDrops(t, tr, last.Link.TxDropped, l)
+	w := tunwake.CheckDrops(t, tr, last.Link.TxDropped, l)
+	watched(w.All)
 	assert.Check(t, l.Balanced(), "%v", l)
 	if st != nil {
 		t.Errorf("stall (ring=%d, poll=%dus): nothing delivered for %v with the guest holding buffers (%d idle polls), %s, "+

@@ -86,6 +86,8 @@ func execBinary(i int, b Binary, env []string, snd sender) (code int, sent int64
 		}
 	}
 	<-exited
+	// Inside the binary's window: a leak it left is its own.
+	scanLeaks(time.Now())
 	if sendErr != nil {
 		return 0, 0, fmt.Errorf("send output of %s: %w", b.Name, sendErr)
 	}

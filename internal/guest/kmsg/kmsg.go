@@ -31,6 +31,31 @@ var netMarks = []string{
 // TAINT_BAD_PAGE (5), TAINT_DIE (7), TAINT_WARN (9), TAINT_SOFTLOCKUP (14).
 const splatTaints = 1<<5 | 1<<7 | 1<<9 | 1<<14
 
+// taintBadPage is the taint bit a KASAN report sets (TAINT_BAD_PAGE).
+const taintBadPage = 1 << 5
+
+// judgedApart reports whether splats, the report lines of one test, are
+// all sanitizers' (splat.Sanitizer), which a judge decides by the code
+// they name: the runner attaches them to the test from the console, and
+// one in no seed's code is noted, not failed. taints are the taint bits
+// those reports set. Under plain go test, where no judge reads them, they
+// fail the test as any splat does.
+func judgedApart(splats []string) (ok bool, taints uint64) {
+	if len(splats) == 0 {
+		return false, 0
+	}
+	for _, s := range splats {
+		kind := splat.Start(s)
+		if !splat.Sanitizer(kind) {
+			return false, 0
+		}
+		if kind == splat.KASAN {
+			taints |= taintBadPage
+		}
+	}
+	return true, taints
+}
+
 // splatMessage returns the message of a /dev/kmsg record
 // ("prio,seq,usec,flags;message\n") if it marks a splat.
 func splatMessage(record string) (string, bool) {

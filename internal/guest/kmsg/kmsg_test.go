@@ -20,3 +20,19 @@ func TestLeakedDeviceIsASplat(t *testing.T) {
 	_, ok := splatMessage("0,1237,5681,-;unregister_netdevice: waiting for tap0 to become free. Usage count = 2\n")
 	assert.Assert(t, ok, "a device whose references leaked is a splat for the transmit path")
 }
+
+// TestSanitizersJudgedApart: a sanitizer's reports are left to the judge,
+// with the taint KASAN sets; any other splat among them is the guest's to
+// fail on.
+func TestSanitizersJudgedApart(t *testing.T) {
+	ok, taints := judgedApart([]string{"BUG: KCSAN: data-race in a / b", "unreferenced object 0xffff8880 (size 8):"})
+	assert.Check(t, ok)
+	assert.Check(t, taints == 0)
+	ok, taints = judgedApart([]string{"BUG: KASAN: slab-use-after-free in tun_do_read+0x1/0x2"})
+	assert.Check(t, ok)
+	assert.Check(t, taints == taintBadPage)
+	ok, _ = judgedApart([]string{"BUG: KCSAN: data-race in a / b", "WARNING: CPU: 0 PID: 1 at x.c:1 f+0x1/0x2"})
+	assert.Check(t, !ok, "a warning beside a race is the guest's")
+	ok, _ = judgedApart(nil)
+	assert.Check(t, !ok)
+}

@@ -105,6 +105,13 @@ func Shows(tb testing.TB, seed feature.Seed, why string) {
 	tb.Log(feature.Record{Seed: seed, Shown: true, Why: why}.String())
 }
 
+// Raced records that tb drove n of seed's handshakes while a sanitizer of
+// the kernel watched them (why says which, how long and what it did).
+func Raced(tb testing.TB, seed feature.Seed, n uint64, why string) {
+	tb.Helper()
+	tb.Log(feature.Record{Raced: seed, Handshakes: n, Why: why}.String())
+}
+
 // Absent ends tb on a kernel that showed the behaviour from before seed,
 // exactly (what the test observed, in why): no probe of a feature can
 // tell, only the behaviour. The seed is then absent; whether that is

@@ -74,8 +74,9 @@ func Attach(ns, ifindex int) (*Tracer, error) {
 // CheckDrops checks tun's drops with backpressure during a race against
 // the wakes tr saw: each drop needs a wake that came over a full ring
 // (bpf/wake.c says why). l is the race's ledger, for the message. A tracer
-// that could not read the ring lost wakes: an instrument fault.
-func CheckDrops(t *testing.T, tr *Tracer, drops uint64, l counters.Accounting) {
+// that could not read the ring lost wakes: an instrument fault. It returns
+// the wakes.
+func CheckDrops(t *testing.T, tr *Tracer, drops uint64, l counters.Accounting) Wakes {
 	t.Helper()
 	w, err := tr.Counts()
 	assert.NilError(t, err)
@@ -85,6 +86,7 @@ func CheckDrops(t *testing.T, tr *Tracer, drops uint64, l counters.Accounting) {
 	}
 	assert.Check(t, drops <= w.Full,
 		"tun drops with backpressure: %d, each needs a wake over a full ring: %v; %v", drops, w, l)
+	return w
 }
 
 // tunTypes is the BTF that holds tun's types: its module's, or the

@@ -26,23 +26,45 @@ var seedCode = []struct {
 		"__dev_flush", "dev_map_bpf_prog_run*"}},
 }
 
-// traceFrames is how many frames of a call trace, from the innermost, name
-// the code a report is about: beyond them the callers are the syscall or
-// softirq that led there, which every seed shares.
+// traceFrames is how many frames of a stack, from the innermost, name the
+// code a report is about: beyond them the callers are the syscall or
+// softirq that led there, which every seed shares. A report with several
+// stacks (a KCSAN race's two accesses, a KASAN report's access,
+// allocation and free, a kmemleak object's allocation) gets as many from
+// each.
 const traceFrames = 4
 
 var (
 	// "WARNING: CPU: 0 PID: 1 at drivers/net/tun.c:1029 tun_net_close+0x8b/0xa0 [tun]", or
 	// since 6.18 "WARNING: drivers/net/tun.c:1029 at tun_net_close+0x8b/0xa0 [tun], CPU#0: ip/9".
-	warnAt  = regexp.MustCompile(`WARNING: (?:CPU: \d+ PID: \d+ at )?(\S+?):\d+ (?:at )?([\w.]+)\+0x`)
-	ripAt   = regexp.MustCompile(`RIP: \d+:([\w.]+)\+0x`)
-	frameAt = regexp.MustCompile(`^\s*(\?\s+)?([\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+`)
+	warnAt = regexp.MustCompile(`WARNING: (?:CPU: \d+ PID: \d+ at )?(\S+?):\d+ (?:at )?([\w.]+)\+0x`)
+	ripAt  = regexp.MustCompile(`RIP: \d+:([\w.]+)\+0x`)
+	// A sanitizer's first line names the code: "BUG: KCSAN: data-race in
+	// __tun_wake_queue / tun_net_xmit" (the two accesses' functions),
+	// "BUG: KASAN: slab-use-after-free in tun_do_read+0x5d/0x320".
+	sanitizerAt = regexp.MustCompile(`^BUG: K[AC]SAN: .+? in ([\w.]+)(?:\+0x[0-9a-f]+/0x[0-9a-f]+)?(?: \[\w+\])?` +
+		`(?: / ([\w.]+)(?: \[\w+\])?)?\s*$`)
+	// stackStart opens a stack: an oops's call trace, one access of a
+	// KCSAN race ("write (reordered) to 0x… of 8 bytes by task 91 on cpu
+	// 1:"), KASAN's allocation and free, kmemleak's backtrace.
+	stackStart = regexp.MustCompile(`^\s*Call Trace:|^(race at unknown origin, with )?[\w -]+( \([\w, ]+\))? ` +
+		`to 0x[0-9a-f]+ of \d+ bytes by .+ on cpu \d+:$|^(Allocated|Freed) by task \d+|^\s*backtrace( \(crc \w+\))?:`)
+	// reorderedTo is where KCSAN's weak-memory model delayed an access
+	// to: code in the function that lacked the barrier.
+	reorderedTo = regexp.MustCompile(`\+-> reordered to: ([\w.]+)\+0x`)
+	frameAt     = regexp.MustCompile(`^\s*(\?\s+)?(?:\[<[0-9a-f]+>\]\s*)?([\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+`)
 	// printkTime is the console's "[   12.345678] " and a caller id.
 	printkTime = regexp.MustCompile(`^\s*\[\s*\d+\.\d+\]\s*(\[\s*[TC]\d+\]\s*)?`)
-	// warnMachinery are the frames a warning or oops adds above the code
-	// it is about.
-	warnMachinery = []string{"dump_stack*", "__warn*", "warn_slowpath*", "report_bug", "handle_bug",
-		"exc_invalid_op", "asm_exc_invalid_op", "show_stack", "__dump_stack", "panic", "die", "do_trap*"}
+	// machinery are the frames a report adds above the code it is about:
+	// a warning's or oops's, a sanitizer's own, and the allocator's in an
+	// allocation stack (a leak is the allocating code's).
+	machinery = []string{"dump_stack*", "__warn*", "warn_slowpath*", "report_bug", "handle_bug",
+		"exc_invalid_op", "asm_exc_invalid_op", "show_stack", "__dump_stack", "panic", "die", "do_trap*",
+		"kasan_*", "__kasan_*", "__asan_*", "print_report", "print_address_description*", "kcsan_*", "__tsan_*",
+		"kmemleak_*", "stack_trace_save*", "kmalloc*", "__kmalloc*", "kmem_cache_alloc*", "kzalloc*", "kvmalloc*",
+		"__kvmalloc*", "krealloc*", "kmemdup*", "slab_post_alloc_hook", "__do_kmalloc*", "__slab_alloc*",
+		"___slab_alloc*", "slab_alloc*", "pcpu_alloc*", "__alloc_percpu*", "alloc_pages*", "__alloc_pages*",
+		"vmalloc*", "__vmalloc*", "kmalloc_reserve", "__alloc_skb", "alloc_skb*", "__netdev_alloc_skb*"}
 )
 
 // attribution is what the reports attached to a test name: the seeds whose
@@ -74,8 +96,8 @@ func attribute(lines []string) attribution {
 		case !a.names(s):
 			a.seeds = append(a.seeds, s)
 			first := report[0]
-			if len(report) > 1 {
-				first += " " + strings.TrimSpace(printkTime.ReplaceAllString(report[1], ""))
+			if title := reportTitle(report); title != first {
+				first += " " + title
 			}
 			a.why[s] = first + " (" + code + ")"
 		}
@@ -92,10 +114,11 @@ func attribute(lines []string) attribution {
 }
 
 // reportSeed returns the seed whose code one report names, and that code
-// ("drivers/net/tun.c", "tun_net_close"): the WARNING's file, then its
-// function, the function at RIP, then the first traceFrames frames of its
-// call trace that are not the warning's own machinery; "" when none is a
-// seed's.
+// ("drivers/net/tun.c", "tun_net_close"): the WARNING's file, then the
+// functions its first line names (a WARNING's, a sanitizer's), the
+// function at RIP, where KCSAN reordered an access to, then the first
+// traceFrames frames of each of its stacks that are not a report's own
+// machinery; "" when none is a seed's.
 func reportSeed(report []string) (feature.Seed, string) {
 	var file string
 	var funcs []string
@@ -107,16 +130,24 @@ func reportSeed(report []string) (feature.Seed, string) {
 			funcs = append(funcs, m[2])
 			continue
 		}
+		if m := sanitizerAt.FindStringSubmatch(body); m != nil {
+			funcs = append(funcs, slices.DeleteFunc(m[1:], func(f string) bool { return f == "" })...)
+			continue
+		}
 		if m := ripAt.FindStringSubmatch(body); m != nil {
 			funcs = append(funcs, m[1])
 			continue
 		}
-		if strings.HasPrefix(strings.TrimSpace(body), "Call Trace:") {
-			inTrace = true
+		if m := reorderedTo.FindStringSubmatch(body); m != nil {
+			funcs = append(funcs, m[1])
+			continue
+		}
+		if stackStart.MatchString(body) {
+			inTrace, frames = true, 0
 			continue
 		}
 		m := frameAt.FindStringSubmatch(body)
-		if !inTrace || m == nil || m[1] != "" || matches(warnMachinery, m[2]) || frames >= traceFrames {
+		if !inTrace || m == nil || m[1] != "" || matches(machinery, m[2]) || frames >= traceFrames {
 			continue
 		}
 		funcs = append(funcs, m[2])

@@ -223,7 +223,7 @@ func (j *jsonRun) verdicts() {
 	for _, m := range r.Misses {
 		one(string(m.Feature), false, m.Line())
 	}
-	for _, n := range r.Notes {
+	for _, n := range r.notes() {
 		j.emit(Event{Time: at, Action: "output", Package: pkg, Output: "note: " + n + "\n"})
 	}
 	if r.Err != nil {

@@ -11,8 +11,9 @@ import (
 )
 
 // Judge turns what the tests observed into one verdict per seed, under e
-// (source says where e comes from). It runs in four steps, each its own
-// function: observe reads every test's records, settle ends each test the
+// (source says where e comes from). It runs in five steps, each its own
+// function: noteReports sets aside the kernel reports it notes and does
+// not judge, observe reads every test's records, settle ends each test the
 // way e says (an allowed absence or known issue is an XFAIL; a skip for a
 // feature the kernel should have is a failure), gather adds the tests up
 // per seed, and decide gives each seed its verdict. A seed in named (the
@@ -20,7 +21,9 @@ import (
 // answered the question asked.
 func (r *Run) Judge(e expect.Expectation, source string, named ...feature.Seed) {
 	r.Expect, r.ExpectSource = e, source
+	r.noteReports()
 	obs := r.observe()
+	r.Raced = r.raced(obs)
 	r.Misses = append(r.settle(obs, e), r.unexpected(obs, e)...)
 	evidence := r.gather(obs)
 	r.Verdicts = nil

@@ -219,7 +219,7 @@ func junitVerdicts(r *Run) junitSuite {
 	for _, m := range r.Misses {
 		out = append(out, m.Line())
 	}
-	s.SystemOut = strings.Join(append(out, r.Notes...), "\n")
+	s.SystemOut = strings.Join(append(out, r.notes()...), "\n")
 	for _, m := range r.Misses {
 		s.Tests++
 		s.Failures++

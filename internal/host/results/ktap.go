@@ -63,7 +63,7 @@ func writeBody(w io.Writer, ind string, r *Run) {
 		n++
 	}
 	fmt.Fprintf(w, "%s1..%d\n", ind, n)
-	diag(w, ind, r.Notes)
+	diag(w, ind, r.notes())
 	for j, p := range pkgs {
 		writeNode(w, ind, j+1, p)
 	}

@@ -66,6 +66,9 @@ type Test struct {
 	// Cancelled is set when the run was stopped (a signal, a deadline)
 	// before the test ended: it counts as not tested.
 	Cancelled bool
+	// own is how the test ended by itself, whatever reports failed it:
+	// the judge restores it when it takes them all out (noteReports).
+	own Status
 	// Judged is why Run.Judge changed the status the test ended with:
 	// an expected failure, or a failure where a skip would hide a
 	// regression.
@@ -126,6 +129,13 @@ type Run struct {
 	// Orphans are failures that belong to no seed (a kernel report while
 	// no test binary ran): Judge lists them, as "test: first line".
 	Orphans []string
+	// Noted are the kernel reports Judge noted and did not judge (a
+	// sanitizer's in no seed's code, a known benign race: noted.go), as
+	// "test: first line (why)".
+	Noted []string
+	// Raced are the races the tests drove while a sanitizer watched
+	// (raced.go): "test: seed: N handshakes; what it did".
+	Raced []string
 	// Notes are what the runner did about the run: boots again after a
 	// crash, reruns after an emulator artefact.
 	Notes []string
@@ -182,7 +192,7 @@ func (r *Run) Add(e Event) {
 		}
 		t.partial = !whole
 	case "pass", "fail", "skip":
-		t.Status = Status(e.Action)
+		t.Status, t.own = Status(e.Action), Status(e.Action)
 		if len(t.Kernel) > 0 {
 			t.Status = Fail
 		}

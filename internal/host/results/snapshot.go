@@ -48,7 +48,7 @@ type SnapshotTest struct {
 func (r *Run) Snapshot() Snapshot {
 	s := Snapshot{
 		Kernel: r.Kernel, Accel: r.Accel, BootToFirstTest: r.BootToFirstTest, Total: r.Total,
-		ExpectSource: r.ExpectSource, Verdicts: r.Verdicts, Misses: r.Misses, Notes: r.Notes,
+		ExpectSource: r.ExpectSource, Verdicts: r.Verdicts, Misses: r.Misses, Notes: r.notes(),
 		Benchmarks: r.BenchmarkLines(), Costs: r.Costs, CostSamples: r.CostSamples,
 	}
 	if r.Err != nil {

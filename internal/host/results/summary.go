@@ -48,6 +48,12 @@ func WriteSummary(w io.Writer, runs []*Run) {
 		}
 		fmt.Fprintf(w, "%s: %v%s\n", r.Kernel, c, timing)
 		writeReasons(w, r)
+		for _, n := range r.Noted {
+			fmt.Fprintf(w, "  noted: kernel report %s\n", n)
+		}
+		for _, n := range r.Raced {
+			fmt.Fprintf(w, "  raced: %s\n", n)
+		}
 		if r.Err != nil {
 			fmt.Fprintf(w, "%s: %v\n", r.Kernel, r.Err)
 		}
