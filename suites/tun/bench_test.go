@@ -89,6 +89,7 @@ func benchTap(b *testing.B, threads int, o tapOpts) {
 	l := br.ledger(run.total, st)
 	assert.NilError(b, werr, "every frame accounted after the senders stopped; %v", l)
 	checkStreams(b, l, sentBy(br.senders...), br.r)
+	run.requeues = st.Q.Requeues - br.base.Q.Requeues
 	run.report(b, l, st.Q.Kind)
 }
 
@@ -209,6 +210,9 @@ type benchRun struct {
 	// cpu is what the guest's CPUs did, proc the CPU time of this process.
 	cpu  cpumeter.Usage
 	proc time.Duration
+	// requeues are the qdisc's requeues: a frame it dequeued for a
+	// stopped queue, one kernel event per stop that met a frame.
+	requeues uint64
 }
 
 func (run benchRun) report(b *testing.B, l counters.Accounting, qdisc string) {
@@ -221,6 +225,7 @@ func (run benchRun) report(b *testing.B, l counters.Accounting, qdisc string) {
 	b.ReportMetric(float64(qdiscLost)/secs, "qdisc_lost/s")
 	b.ReportMetric(float64(run.total)/run.proc.Seconds(), "tx/cpu_s")
 	run.cpu.Report(b, l.Received)
+	b.ReportMetric(float64(run.requeues)/float64(max(l.Received, 1)), "requeues/frame")
 	b.Logf("qdisc %s, %d sent in %v, %d read, %d dropped by tun, %d by the qdisc in %v; %v of CPU",
 		qdisc, run.total, run.sending, l.Received, l.DeviceDrops, qdiscLost, run.elapsed, run.cpu.Busy)
 }
