@@ -14,7 +14,22 @@ import (
 // matches none: that is what a missing barrier looks like.
 var benignRaces = []struct {
 	pair, why string
-}{}
+}{
+	// The qdisc run reads a queue's state without a lock or a marked
+	// access (netif_xmit_frozen_or_stopped: dev_queue->state &
+	// QUEUE_STATE_ANY_XOFF_OR_FROZEN, include/linux/netdevice.h) while a
+	// driver's wake clears its XOFF bit with test_and_clear_bit. Every
+	// kernel has the read (sch_direct_xmit's, and
+	// qdisc_maybe_clear_missed's since 5.14) and any driver that wakes
+	// its queue from another CPU races it; a stale read costs a requeue
+	// or a MISSED retry, which qdisc_maybe_clear_missed re-checks after
+	// a barrier. Seen on build:7.3.4+kcsan in TestRaceSmallRing (tun),
+	// the wake coming from tun's read().
+	{"__qdisc_run / netif_tx_wake_queue", "the qdisc run's lockless read of a queue's state (netif_xmit_frozen_or_stopped) " +
+		"against a driver's wake; every kernel has it"},
+	{"netif_tx_wake_queue / qdisc_maybe_clear_missed", "qdisc_maybe_clear_missed's lockless read of a queue's state " +
+		"(netif_xmit_frozen_or_stopped) against a driver's wake; every kernel since 5.14 has it"},
+}
 
 // kcsanPair is the "A / B" of a KCSAN report's first line.
 var kcsanPair = regexp.MustCompile(`^BUG: KCSAN: data-race in ([\w.]+ / [\w.]+)\s*$`)

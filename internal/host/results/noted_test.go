@@ -158,3 +158,36 @@ func TestReportsWhileNoBinaryRan(t *testing.T) {
 	assert.Check(t, is.Len(r.Noted, 1))
 	assert.Check(t, is.Contains(r.Noted[0], "while no test binary ran: BUG: KCSAN: data-race in mod_timer"))
 }
+
+// TestQdiscStateRaceNoted: the race build:7.3.4+kcsan reported in
+// TestRaceSmallRing (tun), as its console printed it: tun's read() wakes
+// the queue while the qdisc run reads its state plainly. It is in
+// benignRaces, so it is noted and judges neither 000-tun nor 003.
+func TestQdiscStateRaceNoted(t *testing.T) {
+	report := []string{
+		"[  171.523414] BUG: KCSAN: data-race in netif_tx_wake_queue / qdisc_maybe_clear_missed",
+		"[  171.523414] ",
+		"[  171.523414] read-write (marked) to 0xff11000000abe710 of 8 bytes by task 58 on cpu 1:",
+		"[  171.523414]  netif_tx_wake_queue+0x37/0x70",
+		"[  171.523414]  __tun_wake_queue+0x1bc/0x1e0",
+		"[  171.523414]  tun_do_read+0x9ff/0x12e0",
+		"[  171.523414]  tun_chr_read_iter+0xe1/0x170",
+		"[  171.523414] ",
+		"[  171.523414] read to 0xff11000000abe710 of 8 bytes by task 61 on cpu 0:",
+		"[  171.523414]  qdisc_maybe_clear_missed+0x51/0xa0",
+		"[  171.523414]  __qdisc_run+0x76e/0x9d0",
+		"[  171.523414]  __dev_queue_xmit+0xfd1/0x18f0",
+		"[  171.523414]  packet_xmit+0x106/0x170",
+		"[  171.523414] ",
+		"[  171.523414] Reported by Kernel Concurrency Sanitizer on:",
+		"[  171.523414] ==================================================================",
+	}
+	s, _ := reportSeed(report)
+	assert.Check(t, s != "", "the report names a seed's code (tun's wake, the qdisc run): only the list keeps it out")
+	r := stream(nil, []string{"TestRaceSmallRing", "pass", tag(feature.Seed000Tun), shows(feature.Seed000Tun)})
+	r.AttachKernelAt(pkg, "TestRaceSmallRing", "KCSAN", "", report)
+	r.Judge(expect.Expectation{}, "test")
+	tun, _ := r.verdict(feature.Seed000Tun)
+	assert.Check(t, is.Equal(tun.State, Present))
+	assert.Check(t, is.Len(r.Noted, 1))
+}
