@@ -15,6 +15,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
@@ -67,7 +68,7 @@ func cmdBisect(args []string) int {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
 	}
-	if len(s.v.kernels) > 0 {
+	if len(s.Kernels) > 0 {
 		fmt.Fprintln(os.Stderr, "xmitcheck: bisect builds its kernel from --tree: no --kernel")
 		return bisectAbort
 	}
@@ -88,11 +89,11 @@ func cmdBisect(args []string) int {
 		return bisectAbort
 	}
 	b.tree = tree
-	s.v.kernels = listFlag{"build:bisect"} // checked by check(), named below
-	s.v.only = true
+	s.Kernels = []string{"build:bisect"} // checked by Check(), named below
+	s.Only = true
 	// A BROKEN seed's other tests decide nothing the step needs.
-	s.failfast = true
-	if err := cmp.Or(s.v.check(), s.checkOutputs()); err != nil {
+	s.Failfast = true
+	if err := cmp.Or(s.Check(), s.checkOutputs()); err != nil {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
 	}
@@ -105,19 +106,19 @@ func cmdBisect(args []string) int {
 	if err != nil {
 		return stepError(ctx, err)
 	}
-	k, err := kernels.Resolve(ctx, "build:"+built.Name, kernels.Options{Progress: progress()})
+	k, err := kernels.Resolve(ctx, "build:"+built.Name, kernels.Options{Progress: runner.Progress()})
 	if err != nil {
 		return stepError(ctx, err)
 	}
 	builtAt := time.Now()
-	runs, err := s.exec(ctx, []*kernels.Kernel{k})
+	runs, err := s.Exec(ctx, []*kernels.Kernel{k})
 	if err == nil && ctx.Err() != nil {
 		err = errors.New("the run stopped")
 	}
 	if err != nil {
 		return stepError(ctx, err)
 	}
-	_, _, scope, err := s.v.expectation(k)
+	_, _, scope, err := s.Expectation(k)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
@@ -153,7 +154,7 @@ func bisectExit(r *results.Run, scope []feature.Seed) (int, string) {
 		// The kernel (no boot, a crash outside the named seeds' tests) or
 		// the emulator: this commit is untestable. Anything else is the
 		// setup, which no other commit would pass.
-		if errors.Is(r.Err, vmtest.ErrCrash) || errors.Is(r.Err, errStaleText) {
+		if errors.Is(r.Err, vmtest.ErrCrash) || errors.Is(r.Err, runner.ErrStaleText) {
 			return bisectSkip, "skip: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")
 		}
 		return bisectAbort, "stop: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")

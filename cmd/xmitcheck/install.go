@@ -16,6 +16,7 @@ import (
 	tree "github.com/xmitcheck/xmitcheck"
 	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 	"github.com/xmitcheck/xmitcheck/internal/host/ksft"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
@@ -53,23 +54,23 @@ func cmdInstall(args []string) error {
 	if err := checkInstallDir(*out); err != nil {
 		return err
 	}
-	runner, err := runnerSource(*from)
+	ksftRunner, err := runnerSource(*from)
 	if err != nil {
 		return err
 	}
-	runnerFrom := runner
+	runnerFrom := ksftRunner
 	pkgs := fs.Args()
 	if len(pkgs) == 0 {
 		pkgs = []string{"./suites/..."}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	src, err := findSuites(ctx, *c)
+	src, err := runner.FindSuites(ctx, *c)
 	if err != nil {
 		return err
 	}
-	if runner == "" {
-		if runner, runnerFrom, err = debianRunner(ctx, *source); err != nil {
+	if ksftRunner == "" {
+		if ksftRunner, runnerFrom, err = debianRunner(ctx, *source); err != nil {
 			return err
 		}
 	}
@@ -86,7 +87,7 @@ func cmdInstall(args []string) error {
 		return err
 	}
 	t := ksft.Tree{Root: tmp}
-	suites, err := installCollection(ctx, t, src, runner, pkgs, *timeout, *spec)
+	suites, err := installCollection(ctx, t, src, ksftRunner, pkgs, *timeout, *spec)
 	if err != nil {
 		return err
 	}
@@ -97,23 +98,23 @@ func cmdInstall(args []string) error {
 		return err
 	}
 	fmt.Printf("xmitcheck: installed %s (%s; the runner from %s) into %s\n"+
-		"run it as root: %s -c %s\n", strings.Join(suites, ", "), src.rev, runnerFrom, dst,
+		"run it as root: %s -c %s\n", strings.Join(suites, ", "), src.Rev, runnerFrom, dst,
 		filepath.Join(dst, "run_kselftest.sh"), ksft.Collection)
 	return nil
 }
 
 // installCollection writes the collection into t: the runner, the
 // binaries, the list, settings and programs, the LAVA test definition.
-func installCollection(ctx context.Context, t ksft.Tree, src suiteSource, runner string, pkgs []string,
+func installCollection(ctx context.Context, t ksft.Tree, src runner.Source, ksftRunner string, pkgs []string,
 	timeout int, spec string) ([]string, error) {
-	if err := t.CopyRunner(runner); err != nil {
+	if err := t.CopyRunner(ksftRunner); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
+	fmt.Fprintf(runner.Progress(), "xmitcheck: building the suites from %s (%s)\n", src.Rev, src.Dir)
 	if err := os.MkdirAll(t.Path(ksft.BinDir), 0o755); err != nil {
 		return nil, err
 	}
-	bins, err := buildTests(ctx, src, t.Path(ksft.BinDir), pkgs, nil)
+	bins, err := runner.BuildTests(ctx, src, t.Path(ksft.BinDir), pkgs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func installCollection(ctx context.Context, t ksft.Tree, src suiteSource, runner
 		}
 		suites = append(suites, s)
 	}
-	init, err := initBinary(ctx, t.Path(ksft.BinDir))
+	init, err := runner.InitBinary(ctx, t.Path(ksft.BinDir))
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +137,8 @@ func installCollection(ctx context.Context, t ksft.Tree, src suiteSource, runner
 		os.Remove(filepath.Join(t.Path(ksft.BinDir), "xmitcheck-init"))
 	}
 	build := exec.CommandContext(ctx, "go", "build", "-o", t.Bin(ksft.Test2JSON), "cmd/test2json")
-	build.Dir = src.dir
-	build.Env = append(os.Environ(), append(src.env, "CGO_ENABLED=0")...)
+	build.Dir = src.Dir
+	build.Env = append(os.Environ(), append(src.Env, "CGO_ENABLED=0")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build cmd/test2json: %v\n%s", err, out)
 	}
@@ -233,7 +234,7 @@ func debianSource(ctx context.Context, name string) (root, what string, err erro
 	tmp := root + ".tmp"
 	os.RemoveAll(tmp)
 	defer os.RemoveAll(tmp)
-	version, err := kernels.SourceFiles(ctx, name, sourceMembers, tmp, kernels.Options{Progress: progress()})
+	version, err := kernels.SourceFiles(ctx, name, sourceMembers, tmp, kernels.Options{Progress: runner.Progress()})
 	if err != nil {
 		return "", "", fmt.Errorf("the kselftest runner from %s's linux-source: %w (or give --kselftest-from TREE)",
 			name, err)

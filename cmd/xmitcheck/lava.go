@@ -17,6 +17,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/host/lava"
 	"github.com/xmitcheck/xmitcheck/internal/host/report"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
@@ -80,7 +81,7 @@ func cmdLavaJob(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	k, err := kernels.Resolve(ctx, *kernel, kernels.Options{Modules: *modules, Progress: progress()})
+	k, err := kernels.Resolve(ctx, *kernel, kernels.Options{Modules: *modules, Progress: runner.Progress()})
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func writeJob(final string, j lava.Job, t ksft.Tree, suites []string, busybox st
 		{lava.DeviceFile, func(w io.Writer) error { _, err := io.WriteString(w, lava.DeviceDictionary()); return err }},
 	}
 	for _, f := range files {
-		if err := writeTo(filepath.Join(tmp, f.name), f.write); err != nil {
+		if err := runner.WriteTo(filepath.Join(tmp, f.name), f.write); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
@@ -205,7 +206,7 @@ func cmdLavaResults(args []string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", logs[0], err)
 	}
-	entry := matrixEntry{Snapshot: snap, Xmitcheck: version(), Suites: "the LAVA job log " + logs[0]}
+	entry := matrixEntry{Snapshot: snap, Xmitcheck: runner.Version(), Suites: "the LAVA job log " + logs[0]}
 	if err := writeSnapshots(*out, []matrixEntry{entry}); err != nil {
 		return 0, err
 	}
@@ -228,7 +229,7 @@ func writeSnapshots(out string, entries []matrixEntry) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	return writeTo(filepath.Join(out, "results.json"), func(w io.Writer) error {
+	return runner.WriteTo(filepath.Join(out, "results.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(entries)

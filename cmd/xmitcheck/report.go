@@ -9,6 +9,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/host/kcidb"
 	"github.com/xmitcheck/xmitcheck/internal/host/report"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 )
 
 // cmdReport renders one or more matrix folders (their results.json) as one
@@ -59,7 +60,7 @@ func cmdReport(args []string) (int, error) {
 		snaps = append(snaps, s...)
 	}
 	if *kcidbFile != "" {
-		if err := writeTo(*kcidbFile, func(w io.Writer) error { return kcidb.Write(w, snaps, *origin) }); err != nil {
+		if err := runner.WriteTo(*kcidbFile, func(w io.Writer) error { return kcidb.Write(w, snaps, *origin) }); err != nil {
 			return 0, err
 		}
 	}
@@ -67,12 +68,12 @@ func cmdReport(args []string) (int, error) {
 		if err := os.MkdirAll(filepath.Dir(*html), 0o755); err != nil {
 			return 0, err
 		}
-		if err := writeTo(*html, func(w io.Writer) error { return report.WriteHTML(w, snaps) }); err != nil {
+		if err := runner.WriteTo(*html, func(w io.Writer) error { return report.WriteHTML(w, snaps) }); err != nil {
 			return 0, err
 		}
 	}
 	if *markdown != "" {
-		if err := writeTo(*markdown, func(w io.Writer) error { return report.WriteMarkdown(w, snaps) }); err != nil {
+		if err := runner.WriteTo(*markdown, func(w io.Writer) error { return report.WriteMarkdown(w, snaps) }); err != nil {
 			return 0, err
 		}
 	}
