@@ -136,12 +136,10 @@ func median(d []time.Duration) time.Duration {
 // prints where each test's time went: setup, traffic, waits, teardown and
 // the rest (the guest's profile lines, internal/guest/profile).
 func benchProfile(args []string) (int, error) {
-	fs := newFlags("bench profile", "[flags] [PKG...]",
+	fs, s := suiteFlags("bench profile", "[flags] [PKG...]",
 		"Run the suites (default ./suites/...) on each --kernel as run does, then print per suite and\n"+
 			"test the seconds spent in setup, traffic, waits, teardown and other, the longest first.\n"+
 			"With --from, read the events of an earlier `xmitcheck run --events FILE` instead.")
-	var s suiteRun
-	s.register(fs)
 	from := fs.String("from", "", "read this events file (xmitcheck run --events) instead of running")
 	subtests := fs.Int("subtests", 0, "also show this many of each test's longest subtests")
 	if err := parse(fs, args); err != nil {

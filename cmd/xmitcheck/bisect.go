@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -54,27 +55,34 @@ func stepError(ctx context.Context, err error) int {
 // and judge the seeds against --expect (default: the seeds of the
 // reference kernel).
 func cmdBisect(args []string) int {
-	fs := newFlags("bisect", "[--tree DIR] [-C CHECKOUT] [--expect SEEDS] [flags] [PKG...]",
+	fs, s := suiteFlags("bisect", "[--tree DIR] [-C CHECKOUT] [--expect SEEDS] [flags] [PKG...]",
 		"One step of git bisect run: build the tree (cached by content), boot it, run the suites\n"+
 			"and judge the seeds --expect names.\nExit 0 good, 1 bad, 125 untestable, 128 bad usage.")
-	var s suiteRun
-	s.register(fs)
 	var b buildFlags
 	b.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := s.bisectFlags(fs, &b, args); err != nil {
 		if err == errHelp {
 			return bisectGood
 		}
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return s.bisectStep(ctx, b)
+}
+
+// bisectFlags parses and checks bisect's flags: no --kernel, a kernel
+// tree, and the run's flags as run checks them.
+func (s *suiteRun) bisectFlags(fs *flag.FlagSet, b *buildFlags, args []string) error {
+	if err := parse(fs, args); err != nil {
+		return err
+	}
 	if len(s.Kernels) > 0 {
-		fmt.Fprintln(os.Stderr, "xmitcheck: bisect builds its kernel from --tree: no --kernel")
-		return bisectAbort
+		return errors.New("bisect builds its kernel from --tree: no --kernel")
 	}
 	if err := b.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
-		return bisectAbort
+		return err
 	}
 	if b.tree == "" {
 		b.tree = "."
@@ -84,23 +92,22 @@ func cmdBisect(args []string) int {
 		_, err = os.Stat(filepath.Join(tree, "Makefile"))
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr,
-			"xmitcheck: bisect: --tree %s is not a kernel tree (%v): run it in the tree, or give --tree DIR\n", b.tree, err)
-		return bisectAbort
+		return fmt.Errorf("bisect: --tree %s is not a kernel tree (%v): run it in the tree, or give --tree DIR", b.tree, err)
 	}
 	b.tree = tree
-	s.Kernels = []string{"build:bisect"} // checked by Check(), named below
+	s.Kernels = []string{"build:bisect"} // checked by Check(), named by bisectStep
 	s.Only = true
 	// A BROKEN seed's other tests decide nothing the step needs.
 	s.Failfast = true
 	if err := cmp.Or(s.Check(), s.checkOutputs()); err != nil {
-		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
-		return bisectAbort
+		return err
 	}
 	s.parseArgs(fs)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	return nil
+}
 
+// bisectStep builds the tree, runs the suites on it and judges the step.
+func (s *suiteRun) bisectStep(ctx context.Context, b buildFlags) int {
 	start := time.Now()
 	built, err := kernels.Build(ctx, b.options())
 	if err != nil {

@@ -71,17 +71,15 @@ func (f *compareFlags) check(s *suiteRun) error {
 // across kernels and, with --max-regression, every measure whose better
 // way is known.
 func cmdCompare(args []string) (int, error) {
-	fs := newFlags("compare", "--base KERNEL --patched KERNEL [flags] [PKG...]",
+	fs, s := suiteFlags("compare", "--base KERNEL --patched KERNEL [flags] [PKG...]",
 		"Pre-merge check: the verdicts of both kernels side by side,\n"+
 			"then the benchmarks interleaved, compared with benchstat.")
-	var s suiteRun
-	s.register(fs)
 	var f compareFlags
 	f.register(fs)
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	if err := f.check(&s); err != nil {
+	if err := f.check(s); err != nil {
 		return 0, err
 	}
 	ctx, stop, ks, err := s.begin(fs, nil, output{"--markdown", f.markdown}, output{"--json-file", f.jsonFile})
@@ -91,7 +89,7 @@ func cmdCompare(args []string) (int, error) {
 	}
 	// The verdicts come first, without benchmarks; the benchmarks (all of
 	// them unless -bench says, "none" for none) after.
-	bench := s
+	bench := *s
 	bench.RunRE, bench.KTAP, bench.JUnit, bench.JSON = "^$", "", "", false
 	bench.Bench, bench.Benchtime = cmp.Or(s.Bench, "."), cmp.Or(s.Benchtime, "20000x")
 	s.Bench = ""

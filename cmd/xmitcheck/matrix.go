@@ -32,11 +32,9 @@ func matrixKernels() []string {
 // the verdict table and writes one folder (writeMatrix). --check fails the
 // run when a cell differs from its expectation.
 func cmdMatrix(args []string) (int, error) {
-	fs := newFlags("matrix", "[flags] [PKG...]",
+	fs, s := suiteFlags("matrix", "[flags] [PKG...]",
 		"Run the suites (default ./suites/...) on many kernels, several at once, into one folder:\n"+
 			"results.json and per kernel KTAP, JUnit and JSON.")
-	var s suiteRun
-	s.register(fs)
 	// Without --kernel, matrix runs every kernel, not run's default.
 	fs.Lookup("kernel").Usage = "kernel to run on, repeatable: a catalog name, build:NAME, host or a path " +
 		"(default: " + strings.Join(matrixKernels(), " ") + ")"

@@ -122,10 +122,8 @@ func (s *suiteRun) begin(fs *flag.FlagSet, after func() error, more ...output) (
 }
 
 func cmdRun(args []string) (int, error) {
-	fs := newFlags("run", "[flags] [PKG...]", "Build the suites (default ./suites/...), boot each --kernel, run them\n"+
+	fs, s := suiteFlags("run", "[flags] [PKG...]", "Build the suites (default ./suites/...), boot each --kernel, run them\n"+
 		"and judge one verdict per seed and kernel.")
-	var s suiteRun
-	s.register(fs)
 	count := fs.Int("count", 1, "rounds per kernel, each on fresh boots; more than 1 is a soak (docs/verdicts.md)")
 	registerCost(fs, &s.Cost)
 	if err := parse(fs, args); err != nil {
@@ -206,4 +204,13 @@ func runExit(runs []*results.Run) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// suiteFlags is the flag set of a command that runs the suites, the run's
+// flags registered.
+func suiteFlags(name, args, about string) (*flag.FlagSet, *suiteRun) {
+	fs := newFlags(name, args, about)
+	s := new(suiteRun)
+	s.register(fs)
+	return fs, s
 }
