@@ -41,17 +41,7 @@ func cmdInstall(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *out == "" {
-		return usagef("suites install: give -o DIR, the directory to install the collection into")
-	}
-	if _, err := expect.Parse(*spec); err != nil {
-		return usagef("suites install --expect: %v", err)
-	}
-	if *timeout < 60 {
-		return usagef("suites install --timeout %d: give at least 60 seconds "+
-			"(the default, %d, is chosen in docs/kselftest.md)", *timeout, ksft.Timeout)
-	}
-	if err := checkInstallDir(*out); err != nil {
+	if err := checkInstall(*out, *spec, *timeout); err != nil {
 		return err
 	}
 	ksftRunner, err := runnerSource(*from)
@@ -78,6 +68,40 @@ func cmdInstall(args []string) error {
 	if err != nil {
 		return err
 	}
+	var suites []string
+	err = installInto(dst, func(t ksft.Tree) (err error) {
+		suites, err = installCollection(ctx, t, src, ksftRunner, pkgs, *timeout, *spec)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("xmitcheck: installed %s (%s; the runner from %s) into %s\n"+
+		"run it as root: %s -c %s\n", strings.Join(suites, ", "), src.Rev, runnerFrom, dst,
+		filepath.Join(dst, "run_kselftest.sh"), ksft.Collection)
+	return nil
+}
+
+// checkInstall refuses an install without its directory, with an
+// expectation that does not parse or a timeout too short, and a directory
+// that holds anything but a collection.
+func checkInstall(out, spec string, timeout int) error {
+	if out == "" {
+		return usagef("suites install: give -o DIR, the directory to install the collection into")
+	}
+	if _, err := expect.Parse(spec); err != nil {
+		return usagef("suites install --expect: %v", err)
+	}
+	if timeout < 60 {
+		return usagef("suites install --timeout %d: give at least 60 seconds "+
+			"(the default, %d, is chosen in docs/kselftest.md)", timeout, ksft.Timeout)
+	}
+	return checkInstallDir(out)
+}
+
+// installInto has install write a collection into a directory beside dst
+// that then replaces dst, so dst is never half-written.
+func installInto(dst string, install func(ksft.Tree) error) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("install directory: %w", err)
@@ -86,21 +110,13 @@ func cmdInstall(args []string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	t := ksft.Tree{Root: tmp}
-	suites, err := installCollection(ctx, t, src, ksftRunner, pkgs, *timeout, *spec)
-	if err != nil {
+	if err := install(ksft.Tree{Root: tmp}); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dst); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
-	}
-	fmt.Printf("xmitcheck: installed %s (%s; the runner from %s) into %s\n"+
-		"run it as root: %s -c %s\n", strings.Join(suites, ", "), src.Rev, runnerFrom, dst,
-		filepath.Join(dst, "run_kselftest.sh"), ksft.Collection)
-	return nil
+	return os.Rename(tmp, dst)
 }
 
 // installCollection writes the collection into t: the runner, the

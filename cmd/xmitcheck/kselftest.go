@@ -91,13 +91,7 @@ func cmdKselftest(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	timeout := ksftTimeout(tree)
-	bin := vmtest.Binary{Name: runner.Module + "/suites/" + suite, Path: tree.TestBinary(suite), Args: []string{
-		"-test.v=test2json", "-test.count=1", "-test.timeout=" + max(timeout-binaryMargin, timeout/2).String()}}
-	for flag, re := range map[string]string{"run": *runRE, "skip": *skipRE} {
-		if re != "" {
-			bin.Args = append(bin.Args, "-test."+flag+"="+re)
-		}
-	}
+	bin := ksftBinary(tree, suite, timeout, map[string]string{"run": *runRE, "skip": *skipRE})
 	o := &runner.Options{Timeout: max(timeout-runMargin, timeout*3/4), Test2JSON: tree.Bin(ksft.Test2JSON)}
 	var out io.Writer
 	if *verbose {
@@ -114,6 +108,19 @@ func cmdKselftest(args []string) int {
 	}
 	runner.Judge(ctx, run, errs, e, source, named...)
 	return ksftReport(run, k, suite)
+}
+
+// ksftBinary is the suite's test binary in tree, its own timeout inside
+// the runner's, with go test's flags (run, skip) that are set.
+func ksftBinary(tree ksft.Tree, suite string, timeout time.Duration, flags map[string]string) vmtest.Binary {
+	bin := vmtest.Binary{Name: runner.Module + "/suites/" + suite, Path: tree.TestBinary(suite), Args: []string{
+		"-test.v=test2json", "-test.count=1", "-test.timeout=" + max(timeout-binaryMargin, timeout/2).String()}}
+	for flag, re := range flags {
+		if re != "" {
+			bin.Args = append(bin.Args, "-test."+flag+"="+re)
+		}
+	}
+	return bin
 }
 
 // kselftestUsage prints a usage error and fails the test.

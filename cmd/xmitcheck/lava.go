@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -60,16 +61,8 @@ func cmdLavaJob(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case *out == "" || *dir == "":
-		return usagef("lava job: give --tree DIR (xmitcheck suites install -o DIR) and -o JOBDIR")
-	case fs.NArg() > 0:
-		return usagef("lava job: unexpected %q: the flags say it all", fs.Arg(0))
-	case *cpus < 1 || *memory < 256:
-		return usagef("lava job: --cpus at least 1, --memory at least 256")
-	}
-	if _, err := expect.Parse(*spec); err != nil {
-		return usagef("lava job --expect: %v", err)
+	if err := checkLavaJob(fs, *out, *dir, *spec, *cpus, *memory); err != nil {
+		return err
 	}
 	t := ksft.Tree{Root: *dir}
 	suites, err := t.Suites()
@@ -106,6 +99,23 @@ func cmdLavaJob(args []string) error {
 		*dir, held)
 	fmt.Printf("run it with LAVA's dispatcher: scripts/lava.sh renders %s and runs lava-run (docs/kselftest.md)\n",
 		lava.DeviceFile)
+	return nil
+}
+
+// checkLavaJob refuses a lava job without its directories, with words
+// after the flags, a guest too small or an expectation that does not parse.
+func checkLavaJob(fs *flag.FlagSet, out, dir, spec string, cpus, memory int) error {
+	switch {
+	case out == "" || dir == "":
+		return usagef("lava job: give --tree DIR (xmitcheck suites install -o DIR) and -o JOBDIR")
+	case fs.NArg() > 0:
+		return usagef("lava job: unexpected %q: the flags say it all", fs.Arg(0))
+	case cpus < 1 || memory < 256:
+		return usagef("lava job: --cpus at least 1, --memory at least 256")
+	}
+	if _, err := expect.Parse(spec); err != nil {
+		return usagef("lava job --expect: %v", err)
+	}
 	return nil
 }
 
