@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"golang.org/x/perf/benchstat"
 
-	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/cost"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/internal/host/runner"
@@ -125,17 +122,17 @@ func cmdCompare(args []string) (int, error) {
 // benchstat and judges the costs into c.
 func (s *suiteRun) benchmarks(ctx context.Context, ks []*kernels.Kernel, c *comparison, f compareFlags) error {
 	fmt.Printf("\n== benchmarks: %d interleaved rounds, -benchtime %s\n", f.count, s.Benchtime)
-	out, err := s.benchRounds(ctx, ks, f.count)
+	out, err := s.BenchRounds(ctx, ks[0], ks[1], f.count)
 	if err != nil {
 		return err
 	}
 	col := &benchstat.Collection{Alpha: 0.05, DeltaTest: benchstat.UTest}
-	col.AddConfig(c.Base, out.lines[0])
-	col.AddConfig(c.Patched, out.lines[1])
+	col.AddConfig(c.Base, out.Lines[0])
+	col.AddConfig(c.Patched, out.Lines[1])
 	c.Tables = col.Tables()
 	c.Benchmarks = rows(c.Tables)
 	benchstat.FormatText(os.Stdout, c.Tables)
-	c.Costs = cost.Across(out.samples[0], out.samples[2], out.samples[1], out.accel, f.maxRegression)
+	c.Costs = cost.Across(out.Samples[0], out.Samples[2], out.Samples[1], out.Accel, f.maxRegression)
 	fmt.Println()
 	cost.WriteTable(os.Stdout, "judged (base, base again, patched)", c.Costs)
 	return nil
@@ -211,67 +208,6 @@ func rows(tables []*benchstat.Table) []benchRow {
 		}
 	}
 	return out
-}
-
-// benchOut is what the rounds of compare's benchmarks gave: per side (0
-// base, 1 patched, 2 the base again) the benchmark lines (go test's
-// format) and the parsed samples, in round order; and how the guests ran.
-type benchOut struct {
-	lines   [3][]byte
-	samples [3][]cost.Sample
-	accel   string
-}
-
-// benchRounds runs the benchmarks in count rounds, each a boot of the base
-// (twice) and of the patched kernel, in the round's order of the sides
-// (feature.SideOrders).
-func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, count int) (*benchOut, error) {
-	bins, init, cleanup, err := s.Binaries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-	var out benchOut
-	// Benchmarks are timed: one VM, no other guest beside it.
-	o := s.Options
-	o.VMs = 1
-	side := map[string]int{feature.SideA: 0, feature.SideB: 1, feature.SideA2: 2}
-	names := [3]string{"base", "patched", "base again"}
-	for round := range count {
-		for _, sd := range feature.SideOrders[round%len(feature.SideOrders)] {
-			i, k := side[sd], ks[0]
-			if sd == feature.SideB {
-				k = ks[1]
-			}
-			start := time.Now()
-			r, err := o.RunOne(ctx, k, o.NewBackend(k, init), bins, false, io.Discard)
-			if err != nil {
-				return nil, err
-			}
-			if r.Err != nil || r.Failed() {
-				return nil, fmt.Errorf("benchmarks on %s (%s), round %d: %v", k.Label(), names[i], round+1, firstProblem(r))
-			}
-			lines := r.BenchmarkLines()
-			fmt.Fprintf(os.Stderr, "xmitcheck: round %d/%d, %s %s: %d benchmark results in %v\n",
-				round+1, count, names[i], k.Label(), len(lines), time.Since(start).Round(time.Second))
-			for _, l := range lines {
-				out.lines[i] = append(append(out.lines[i], l...), '\n')
-			}
-			out.samples[i] = append(out.samples[i], r.BenchmarkSamples()...)
-			out.accel = r.Accel
-		}
-	}
-	return &out, nil
-}
-
-// firstProblem says why a benchmark run is no good.
-func firstProblem(r *results.Run) string {
-	if r.Err != nil {
-		return r.Err.Error()
-	}
-	var b bytes.Buffer
-	results.WriteSummary(&b, []*results.Run{r})
-	return b.String()
 }
 
 // writeDiff writes the verdicts side by side and every test whose status
