@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
+	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
@@ -38,25 +38,21 @@ func benchBoot(args []string) error {
 	fs := newFlags("bench boot", "[flags]",
 		"Measure boot-to-first-test, qemu start to the first test binary's start,\n"+
 			"over -n boots per kernel and backend.")
-	var v vmFlags
-	v.register(fs)
+	var o runner.Options
+	registerVM(fs, &o)
 	n := fs.Int("n", 5, "boots per kernel and backend")
 	both := fs.Bool("all-backends", false, "measure native and vng side by side")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := v.check(); err != nil {
-		return err
-	}
-	backends := []string{v.backend}
-	if *both {
-		backends = []string{"native", "vng"}
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop, ks, err := begin(&o, nil)
 	defer stop()
-	ks, err := v.resolve(ctx)
 	if err != nil {
 		return err
+	}
+	backends := []string{o.Backend}
+	if *both {
+		backends = []string{"native", "vng"}
 	}
 	dir, err := os.MkdirTemp("", "xmitcheck-bench-")
 	if err != nil {
@@ -65,15 +61,15 @@ func benchBoot(args []string) error {
 	defer os.RemoveAll(dir)
 	// The first test binary starts and exits at once: what is measured is
 	// the boot, module loading and the start of the first binary.
-	src, err := findSuites(ctx, "")
+	src, err := runner.FindSuites(ctx, "")
 	if err != nil {
 		return err
 	}
-	bins, err := buildTests(ctx, src, dir, []string{"./suites/tun"}, []string{"-test.run=^$"})
+	bins, err := runner.BuildTests(ctx, src, dir, []string{"./suites/tun"}, []string{"-test.run=^$"})
 	if err != nil {
 		return err
 	}
-	init, err := initBinary(ctx, dir)
+	init, err := runner.InitBinary(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -81,36 +77,43 @@ func benchBoot(args []string) error {
 	fmt.Fprintln(w, "kernel\tbackend\taccel\tmedian\tmin\tmax\ttotal\t")
 	for _, k := range ks {
 		for _, be := range backends {
-			v.backend = be
-			b := v.newBackend(k, init)
-			var boots, totals []time.Duration
-			accel := ""
-			for artefacts := 0; len(boots) < *n; {
-				s := &resultSink{run: results.NewRun(k.Label())}
-				out, err := b.Run(ctx, k, v.job(k, bins, false), s)
-				// A boot the emulator killed (vmtest.Artefact) measured
-				// nothing: boot again, as the runner does, a few times.
-				if err != nil && vmtest.Artefact(out, s.splats) && artefacts < 3 && ctx.Err() == nil {
-					artefacts++
-					fmt.Fprintf(os.Stderr, "xmitcheck: %s on %s: the TCG int3 artefact, the emulator's, killed a boot: "+
-						"booting again\n", be, k.Label())
-					continue
-				}
-				if err != nil {
-					return fmt.Errorf("%s on %s: %w%s", be, k.Label(), err, consoleTail(out))
-				}
-				boots = append(boots, out.BootToFirstTest)
-				totals = append(totals, out.Total)
-				accel = out.Accel
+			o.Backend = be
+			if err := bootTimes(ctx, w, &o, k, o.NewBackend(k, init), bins, *n); err != nil {
+				return err
 			}
-			slices.Sort(boots)
-			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\t%v\t%v\t\n", k.Label(), be, accel,
-				median(boots).Round(10*time.Millisecond), boots[0].Round(10*time.Millisecond),
-				boots[len(boots)-1].Round(10*time.Millisecond), median(totals).Round(10*time.Millisecond))
-			w.Flush()
 		}
 	}
 	return w.Flush()
+}
+
+// bootTimes boots k n times on b and writes the row of its times.
+func bootTimes(ctx context.Context, w *tabwriter.Writer, o *runner.Options, k *kernels.Kernel, b vmtest.Backend,
+	bins []vmtest.Binary, n int) error {
+	var boots, totals []time.Duration
+	accel := ""
+	for artefacts := 0; len(boots) < n; {
+		out, artefact, err := o.BootOnce(ctx, k, b, bins)
+		// A boot the emulator killed (vmtest.Artefact) measured
+		// nothing: boot again, as the runner does, a few times.
+		if artefact && artefacts < 3 && ctx.Err() == nil {
+			artefacts++
+			fmt.Fprintf(os.Stderr, "xmitcheck: %s on %s: the TCG int3 artefact, the emulator's, killed a boot: "+
+				"booting again\n", o.Backend, k.Label())
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s on %s: %w%s", o.Backend, k.Label(), err, consoleTail(out))
+		}
+		boots = append(boots, out.BootToFirstTest)
+		totals = append(totals, out.Total)
+		accel = out.Accel
+	}
+	slices.Sort(boots)
+	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\t%v\t%v\t\n", k.Label(), o.Backend, accel,
+		median(boots).Round(10*time.Millisecond), boots[0].Round(10*time.Millisecond),
+		boots[len(boots)-1].Round(10*time.Millisecond), median(totals).Round(10*time.Millisecond))
+	w.Flush()
+	return nil
 }
 
 // consoleTail is the end of a failed boot's console, for its error: what
@@ -133,12 +136,10 @@ func median(d []time.Duration) time.Duration {
 // prints where each test's time went: setup, traffic, waits, teardown and
 // the rest (the guest's profile lines, internal/guest/profile).
 func benchProfile(args []string) (int, error) {
-	fs := newFlags("bench profile", "[flags] [PKG...]",
+	fs, s := suiteFlags("bench profile", "[flags] [PKG...]",
 		"Run the suites (default ./suites/...) on each --kernel as run does, then print per suite and\n"+
 			"test the seconds spent in setup, traffic, waits, teardown and other, the longest first.\n"+
 			"With --from, read the events of an earlier `xmitcheck run --events FILE` instead.")
-	var s suiteRun
-	s.register(fs)
 	from := fs.String("from", "", "read this events file (xmitcheck run --events) instead of running")
 	subtests := fs.Int("subtests", 0, "also show this many of each test's longest subtests")
 	if err := parse(fs, args); err != nil {
@@ -157,23 +158,15 @@ func benchProfile(args []string) (int, error) {
 		results.WriteProfile(os.Stdout, runs, *subtests)
 		return exitOK, nil
 	}
-	if err := s.v.check(); err != nil {
-		return 0, err
-	}
-	if err := s.checkOutputs(); err != nil {
-		return 0, err
-	}
-	s.parseArgs(fs)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop, ks, err := s.begin(fs, nil)
 	defer stop()
-	ks, err := s.v.resolve(ctx)
 	if err != nil {
 		return 0, err
 	}
 	// A profile is of the tests alone: one VM, no other guest beside it,
 	// unless --vms says otherwise.
-	s.v.vms = max(s.v.vms, 1)
-	runs, err := s.exec(ctx, ks)
+	s.VMs = max(s.VMs, 1)
+	runs, err := s.Exec(ctx, ks)
 	if err != nil {
 		return 0, err
 	}

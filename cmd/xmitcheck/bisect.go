@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
@@ -53,27 +55,34 @@ func stepError(ctx context.Context, err error) int {
 // and judge the seeds against --expect (default: the seeds of the
 // reference kernel).
 func cmdBisect(args []string) int {
-	fs := newFlags("bisect", "[--tree DIR] [-C CHECKOUT] [--expect SEEDS] [flags] [PKG...]",
+	fs, s := suiteFlags("bisect", "[--tree DIR] [-C CHECKOUT] [--expect SEEDS] [flags] [PKG...]",
 		"One step of git bisect run: build the tree (cached by content), boot it, run the suites\n"+
 			"and judge the seeds --expect names.\nExit 0 good, 1 bad, 125 untestable, 128 bad usage.")
-	var s suiteRun
-	s.register(fs)
 	var b buildFlags
 	b.register(fs)
-	if err := parse(fs, args); err != nil {
+	if err := s.bisectFlags(fs, &b, args); err != nil {
 		if err == errHelp {
 			return bisectGood
 		}
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
 	}
-	if len(s.v.kernels) > 0 {
-		fmt.Fprintln(os.Stderr, "xmitcheck: bisect builds its kernel from --tree: no --kernel")
-		return bisectAbort
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return s.bisectStep(ctx, b)
+}
+
+// bisectFlags parses and checks bisect's flags: no --kernel, a kernel
+// tree, and the run's flags as run checks them.
+func (s *suiteRun) bisectFlags(fs *flag.FlagSet, b *buildFlags, args []string) error {
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if len(s.Kernels) > 0 {
+		return errors.New("bisect builds its kernel from --tree: no --kernel")
 	}
 	if err := b.check(); err != nil {
-		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
-		return bisectAbort
+		return err
 	}
 	if b.tree == "" {
 		b.tree = "."
@@ -83,41 +92,40 @@ func cmdBisect(args []string) int {
 		_, err = os.Stat(filepath.Join(tree, "Makefile"))
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr,
-			"xmitcheck: bisect: --tree %s is not a kernel tree (%v): run it in the tree, or give --tree DIR\n", b.tree, err)
-		return bisectAbort
+		return fmt.Errorf("bisect: --tree %s is not a kernel tree (%v): run it in the tree, or give --tree DIR", b.tree, err)
 	}
 	b.tree = tree
-	s.v.kernels = listFlag{"build:bisect"} // checked by check(), named below
-	s.v.only = true
+	s.Kernels = []string{"build:bisect"} // checked by Check(), named by bisectStep
+	s.Only = true
 	// A BROKEN seed's other tests decide nothing the step needs.
-	s.failfast = true
-	if err := cmp.Or(s.v.check(), s.checkOutputs()); err != nil {
-		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
-		return bisectAbort
+	s.Failfast = true
+	if err := cmp.Or(s.Check(), s.checkOutputs()); err != nil {
+		return err
 	}
 	s.parseArgs(fs)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	return nil
+}
 
+// bisectStep builds the tree, runs the suites on it and judges the step.
+func (s *suiteRun) bisectStep(ctx context.Context, b buildFlags) int {
 	start := time.Now()
 	built, err := kernels.Build(ctx, b.options())
 	if err != nil {
 		return stepError(ctx, err)
 	}
-	k, err := kernels.Resolve(ctx, "build:"+built.Name, kernels.Options{Progress: progress()})
+	k, err := kernels.Resolve(ctx, "build:"+built.Name, kernels.Options{Progress: runner.Progress()})
 	if err != nil {
 		return stepError(ctx, err)
 	}
 	builtAt := time.Now()
-	runs, err := s.exec(ctx, []*kernels.Kernel{k})
+	runs, err := s.Exec(ctx, []*kernels.Kernel{k})
 	if err == nil && ctx.Err() != nil {
 		err = errors.New("the run stopped")
 	}
 	if err != nil {
 		return stepError(ctx, err)
 	}
-	_, _, scope, err := s.v.expectation(k)
+	_, _, scope, err := s.Expectation(k)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return bisectAbort
@@ -153,7 +161,7 @@ func bisectExit(r *results.Run, scope []feature.Seed) (int, string) {
 		// The kernel (no boot, a crash outside the named seeds' tests) or
 		// the emulator: this commit is untestable. Anything else is the
 		// setup, which no other commit would pass.
-		if errors.Is(r.Err, vmtest.ErrCrash) || errors.Is(r.Err, errStaleText) {
+		if errors.Is(r.Err, vmtest.ErrCrash) || errors.Is(r.Err, runner.ErrStaleText) {
 			return bisectSkip, "skip: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")
 		}
 		return bisectAbort, "stop: " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")

@@ -11,6 +11,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
@@ -48,7 +49,7 @@ var (
 		Feature: feature.IFFBackpressure, Absent: true, Why: "TUNGETFEATURES=0x7173 lacks 0x80",
 	}.String()
 	never    = feature.Record{Seed: feature.Seed003, Absent: true, Why: "0 of 300 schedules took the fast path"}.String()
-	artefact = fmt.Errorf("suites/devmap could not be tested: %w three times", errStaleText)
+	artefact = fmt.Errorf("suites/devmap could not be tested: %w three times", runner.ErrStaleText)
 )
 
 func TestBisectExit(t *testing.T) {

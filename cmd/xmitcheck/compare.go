@@ -1,24 +1,63 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"golang.org/x/perf/benchstat"
 
-	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/cost"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
+
+// compareFlags are compare's own flags.
+type compareFlags struct {
+	base, patched             string
+	expectBase, expectPatched string
+	count                     int
+	maxRegression             float64
+	markdown, jsonFile        string
+}
+
+func (f *compareFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.base, "base", "", "the kernel without the change (catalog name, build:NAME or path)")
+	fs.StringVar(&f.patched, "patched", "", "the kernel with the change")
+	fs.StringVar(&f.expectBase, "expect-base", "", "what the base kernel must show (as --expect)")
+	fs.StringVar(&f.expectPatched, "expect-patched", "", "what the patched kernel must show (as --expect)")
+	fs.IntVar(&f.count, "count", 6,
+		"interleaved rounds of benchmarks (a boot of the base, the patched kernel and the base again each)")
+	fs.Float64Var(&f.maxRegression, "max-regression", 0,
+		"exit 1 when a benchmark measure is worse on the patched kernel by more than this many percent, "+
+			"beyond the A/A floor (0: judge only the seeds' claims)")
+	fs.StringVar(&f.markdown, "markdown", "", "also write the comparison as Markdown (a mailing-list reply) to this file")
+	fs.StringVar(&f.jsonFile, "json-file", "", "also write the comparison as JSON to this file")
+}
+
+// check refuses what compare cannot do, and names the kernels for s.
+func (f *compareFlags) check(s *suiteRun) error {
+	if f.base == "" || f.patched == "" {
+		return usagef("compare: give --base KERNEL and --patched KERNEL")
+	}
+	if len(s.Kernels) > 0 {
+		return usagef("compare: the kernels are --base and --patched, not --kernel")
+	}
+	if f.count < 3 {
+		return usagef("compare: -count must be at least 3: an interval needs 3 rounds")
+	}
+	if f.maxRegression < 0 {
+		return usagef("compare: --max-regression %g: give a percentage above 0", f.maxRegression)
+	}
+	s.Kernels = []string{f.base, f.patched}
+	s.ExpectFor = map[string]string{f.base: f.expectBase, f.patched: f.expectPatched}
+	return nil
+}
 
 // cmdCompare is the pre-merge check: the same suites on a base and a
 // patched kernel, first the verdicts side by side and what changed, then
@@ -29,61 +68,30 @@ import (
 // across kernels and, with --max-regression, every measure whose better
 // way is known.
 func cmdCompare(args []string) (int, error) {
-	fs := newFlags("compare", "--base KERNEL --patched KERNEL [flags] [PKG...]",
+	fs, s := suiteFlags("compare", "--base KERNEL --patched KERNEL [flags] [PKG...]",
 		"Pre-merge check: the verdicts of both kernels side by side,\n"+
 			"then the benchmarks interleaved, compared with benchstat.")
-	var s suiteRun
-	s.register(fs)
-	base := fs.String("base", "", "the kernel without the change (catalog name, build:NAME or path)")
-	patched := fs.String("patched", "", "the kernel with the change")
-	expectBase := fs.String("expect-base", "", "what the base kernel must show (as --expect)")
-	expectPatched := fs.String("expect-patched", "", "what the patched kernel must show (as --expect)")
-	count := fs.Int("count", 6,
-		"interleaved rounds of benchmarks (a boot of the base, the patched kernel and the base again each)")
-	maxRegression := fs.Float64("max-regression", 0,
-		"exit 1 when a benchmark measure is worse on the patched kernel by more than this many percent, "+
-			"beyond the A/A floor (0: judge only the seeds' claims)")
-	markdown := fs.String("markdown", "", "also write the comparison as Markdown (a mailing-list reply) to this file")
-	jsonFile := fs.String("json-file", "", "also write the comparison as JSON to this file")
+	var f compareFlags
+	f.register(fs)
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	if *base == "" || *patched == "" {
-		return 0, usagef("compare: give --base KERNEL and --patched KERNEL")
-	}
-	if len(s.v.kernels) > 0 {
-		return 0, usagef("compare: the kernels are --base and --patched, not --kernel")
-	}
-	if *count < 3 {
-		return 0, usagef("compare: -count must be at least 3: an interval needs 3 rounds")
-	}
-	if *maxRegression < 0 {
-		return 0, usagef("compare: --max-regression %g: give a percentage above 0", *maxRegression)
-	}
-	s.v.kernels = listFlag{*base, *patched}
-	s.v.expectFor = map[string]string{*base: *expectBase, *patched: *expectPatched}
-	if err := s.v.check(); err != nil {
+	if err := f.check(s); err != nil {
 		return 0, err
 	}
-	if err := s.checkOutputs(output{"--markdown", *markdown}, output{"--json-file", *jsonFile}); err != nil {
-		return 0, err
-	}
-	s.parseArgs(fs)
-	// The verdicts come first, without benchmarks; the benchmarks (all of
-	// them unless -bench says, "none" for none) after.
-	bench := s
-	bench.runRE, bench.ktap, bench.junit, bench.json = "^$", "", "", false
-	bench.bench, bench.benchtime = cmp.Or(s.bench, "."), cmp.Or(s.benchtime, "20000x")
-	s.bench = ""
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop, ks, err := s.begin(fs, nil, output{"--markdown", f.markdown}, output{"--json-file", f.jsonFile})
 	defer stop()
-	ks, err := s.v.resolve(ctx)
 	if err != nil {
 		return 0, err
 	}
-
+	// The verdicts come first, without benchmarks; the benchmarks (all of
+	// them unless -bench says, "none" for none) after.
+	bench := *s
+	bench.RunRE, bench.KTAP, bench.JUnit, bench.JSON = "^$", "", "", false
+	bench.Bench, bench.Benchtime = cmp.Or(s.Bench, "."), cmp.Or(s.Benchtime, "20000x")
+	s.Bench = ""
 	fmt.Printf("== verdicts: %s → %s\n", ks[0].Label(), ks[1].Label())
-	runs, err := s.exec(ctx, ks)
+	runs, err := s.Exec(ctx, ks)
 	if err != nil {
 		return 0, err
 	}
@@ -95,41 +103,61 @@ func cmdCompare(args []string) (int, error) {
 		Patched:   runs[1].Kernel,
 		Seeds:     results.DiffVerdicts(runs[0], runs[1]),
 		Tests:     results.DiffTests(runs[0], runs[1]),
-		Xmitcheck: version(),
-		Suites:    s.v.suitesRev,
+		Xmitcheck: runner.Version(),
+		Suites:    s.SuitesRev,
 	}
 	writeDiff(os.Stdout, c)
+	if bench.Bench != "none" {
+		if err := bench.benchmarks(ctx, ks, &c, f); err != nil {
+			return 0, err
+		}
+	}
+	if err := f.write(c, runs); err != nil {
+		return 0, err
+	}
+	return compareExit(c, runs), nil
+}
 
-	if bench.bench != "none" {
-		fmt.Printf("\n== benchmarks: %d interleaved rounds, -benchtime %s\n", *count, bench.benchtime)
-		out, err := bench.benchRounds(ctx, ks, *count)
-		if err != nil {
-			return 0, err
-		}
-		col := &benchstat.Collection{Alpha: 0.05, DeltaTest: benchstat.UTest}
-		col.AddConfig(c.Base, out.lines[0])
-		col.AddConfig(c.Patched, out.lines[1])
-		c.Tables = col.Tables()
-		c.Benchmarks = rows(c.Tables)
-		benchstat.FormatText(os.Stdout, c.Tables)
-		c.Costs = cost.Across(out.samples[0], out.samples[2], out.samples[1], out.accel, *maxRegression)
-		fmt.Println()
-		cost.WriteTable(os.Stdout, "judged (base, base again, patched)", c.Costs)
+// benchmarks runs the interleaved rounds of benchmarks, compares them with
+// benchstat and judges the costs into c.
+func (s *suiteRun) benchmarks(ctx context.Context, ks []*kernels.Kernel, c *comparison, f compareFlags) error {
+	fmt.Printf("\n== benchmarks: %d interleaved rounds, -benchtime %s\n", f.count, s.Benchtime)
+	out, err := s.BenchRounds(ctx, ks[0], ks[1], f.count)
+	if err != nil {
+		return err
 	}
-	if *markdown != "" {
-		if err := writeTo(*markdown, func(w io.Writer) error { return writeMarkdown(w, c, runs) }); err != nil {
-			return 0, err
+	col := &benchstat.Collection{Alpha: 0.05, DeltaTest: benchstat.UTest}
+	col.AddConfig(c.Base, out.Lines[0])
+	col.AddConfig(c.Patched, out.Lines[1])
+	c.Tables = col.Tables()
+	c.Benchmarks = rows(c.Tables)
+	benchstat.FormatText(os.Stdout, c.Tables)
+	c.Costs = cost.Across(out.Samples[0], out.Samples[2], out.Samples[1], out.Accel, f.maxRegression)
+	fmt.Println()
+	cost.WriteTable(os.Stdout, "judged (base, base again, patched)", c.Costs)
+	return nil
+}
+
+// write writes the comparison to --markdown and --json-file.
+func (f compareFlags) write(c comparison, runs []*results.Run) error {
+	if f.markdown != "" {
+		if err := runner.WriteTo(f.markdown, func(w io.Writer) error { return writeMarkdown(w, c, runs) }); err != nil {
+			return err
 		}
 	}
-	if *jsonFile != "" {
-		if err := writeTo(*jsonFile, func(w io.Writer) error {
+	if f.jsonFile != "" {
+		return runner.WriteTo(f.jsonFile, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(c)
-		}); err != nil {
-			return 0, err
-		}
+		})
 	}
+	return nil
+}
+
+// compareExit is run's exit code, and exitFail for a cost that regressed
+// (each printed).
+func compareExit(c comparison, runs []*results.Run) int {
 	code := runExit(runs)
 	for _, r := range c.Costs {
 		if r.Judgment == cost.Regressed {
@@ -137,7 +165,7 @@ func cmdCompare(args []string) (int, error) {
 			code = max(code, exitFail)
 		}
 	}
-	return code, nil
+	return code
 }
 
 // comparison is what compare found, as its JSON file holds it.
@@ -180,67 +208,6 @@ func rows(tables []*benchstat.Table) []benchRow {
 		}
 	}
 	return out
-}
-
-// benchOut is what the rounds of compare's benchmarks gave: per side (0
-// base, 1 patched, 2 the base again) the benchmark lines (go test's
-// format) and the parsed samples, in round order; and how the guests ran.
-type benchOut struct {
-	lines   [3][]byte
-	samples [3][]cost.Sample
-	accel   string
-}
-
-// benchRounds runs the benchmarks in count rounds, each a boot of the base
-// (twice) and of the patched kernel, in the round's order of the sides
-// (feature.SideOrders).
-func (s *suiteRun) benchRounds(ctx context.Context, ks []*kernels.Kernel, count int) (*benchOut, error) {
-	bins, init, cleanup, err := s.binaries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-	var out benchOut
-	// Benchmarks are timed: one VM, no other guest beside it.
-	v := s.v
-	v.vms = 1
-	side := map[string]int{feature.SideA: 0, feature.SideB: 1, feature.SideA2: 2}
-	names := [3]string{"base", "patched", "base again"}
-	for round := range count {
-		for _, sd := range feature.SideOrders[round%len(feature.SideOrders)] {
-			i, k := side[sd], ks[0]
-			if sd == feature.SideB {
-				k = ks[1]
-			}
-			start := time.Now()
-			r, err := runOne(ctx, &v, k, v.newBackend(k, init), bins, false, io.Discard)
-			if err != nil {
-				return nil, err
-			}
-			if r.Err != nil || r.Failed() {
-				return nil, fmt.Errorf("benchmarks on %s (%s), round %d: %v", k.Label(), names[i], round+1, firstProblem(r))
-			}
-			lines := r.BenchmarkLines()
-			fmt.Fprintf(os.Stderr, "xmitcheck: round %d/%d, %s %s: %d benchmark results in %v\n",
-				round+1, count, names[i], k.Label(), len(lines), time.Since(start).Round(time.Second))
-			for _, l := range lines {
-				out.lines[i] = append(append(out.lines[i], l...), '\n')
-			}
-			out.samples[i] = append(out.samples[i], r.BenchmarkSamples()...)
-			out.accel = r.Accel
-		}
-	}
-	return &out, nil
-}
-
-// firstProblem says why a benchmark run is no good.
-func firstProblem(r *results.Run) string {
-	if r.Err != nil {
-		return r.Err.Error()
-	}
-	var b bytes.Buffer
-	results.WriteSummary(&b, []*results.Run{r})
-	return b.String()
 }
 
 // writeDiff writes the verdicts side by side and every test whose status

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
@@ -20,14 +21,8 @@ const (
 	exitCrashed = 3 // a kernel panicked, hung or missed a deadline
 )
 
-// usageError is bad input from the user.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
-}
+// usagef is bad input from the user (runner.UsageError).
+func usagef(format string, args ...any) error { return runner.Usagef(format, args...) }
 
 // fail prints err as one line, with what to do when a file system refused
 // a write, and returns the exit code it maps to.

@@ -16,6 +16,7 @@ import (
 	tree "github.com/xmitcheck/xmitcheck"
 	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 	"github.com/xmitcheck/xmitcheck/internal/host/ksft"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
@@ -40,36 +41,26 @@ func cmdInstall(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *out == "" {
-		return usagef("suites install: give -o DIR, the directory to install the collection into")
-	}
-	if _, err := expect.Parse(*spec); err != nil {
-		return usagef("suites install --expect: %v", err)
-	}
-	if *timeout < 60 {
-		return usagef("suites install --timeout %d: give at least 60 seconds "+
-			"(the default, %d, is chosen in docs/kselftest.md)", *timeout, ksft.Timeout)
-	}
-	if err := checkInstallDir(*out); err != nil {
+	if err := checkInstall(*out, *spec, *timeout); err != nil {
 		return err
 	}
-	runner, err := runnerSource(*from)
+	ksftRunner, err := runnerSource(*from)
 	if err != nil {
 		return err
 	}
-	runnerFrom := runner
+	runnerFrom := ksftRunner
 	pkgs := fs.Args()
 	if len(pkgs) == 0 {
 		pkgs = []string{"./suites/..."}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	src, err := findSuites(ctx, *c)
+	src, err := runner.FindSuites(ctx, *c)
 	if err != nil {
 		return err
 	}
-	if runner == "" {
-		if runner, runnerFrom, err = debianRunner(ctx, *source); err != nil {
+	if ksftRunner == "" {
+		if ksftRunner, runnerFrom, err = debianRunner(ctx, *source); err != nil {
 			return err
 		}
 	}
@@ -77,6 +68,40 @@ func cmdInstall(args []string) error {
 	if err != nil {
 		return err
 	}
+	var suites []string
+	err = installInto(dst, func(t ksft.Tree) (err error) {
+		suites, err = installCollection(ctx, t, src, ksftRunner, pkgs, *timeout, *spec)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("xmitcheck: installed %s (%s; the runner from %s) into %s\n"+
+		"run it as root: %s -c %s\n", strings.Join(suites, ", "), src.Rev, runnerFrom, dst,
+		filepath.Join(dst, "run_kselftest.sh"), ksft.Collection)
+	return nil
+}
+
+// checkInstall refuses an install without its directory, with an
+// expectation that does not parse or a timeout too short, and a directory
+// that holds anything but a collection.
+func checkInstall(out, spec string, timeout int) error {
+	if out == "" {
+		return usagef("suites install: give -o DIR, the directory to install the collection into")
+	}
+	if _, err := expect.Parse(spec); err != nil {
+		return usagef("suites install --expect: %v", err)
+	}
+	if timeout < 60 {
+		return usagef("suites install --timeout %d: give at least 60 seconds "+
+			"(the default, %d, is chosen in docs/kselftest.md)", timeout, ksft.Timeout)
+	}
+	return checkInstallDir(out)
+}
+
+// installInto has install write a collection into a directory beside dst
+// that then replaces dst, so dst is never half-written.
+func installInto(dst string, install func(ksft.Tree) error) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("install directory: %w", err)
@@ -85,35 +110,27 @@ func cmdInstall(args []string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	t := ksft.Tree{Root: tmp}
-	suites, err := installCollection(ctx, t, src, runner, pkgs, *timeout, *spec)
-	if err != nil {
+	if err := install(ksft.Tree{Root: tmp}); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dst); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
-	}
-	fmt.Printf("xmitcheck: installed %s (%s; the runner from %s) into %s\n"+
-		"run it as root: %s -c %s\n", strings.Join(suites, ", "), src.rev, runnerFrom, dst,
-		filepath.Join(dst, "run_kselftest.sh"), ksft.Collection)
-	return nil
+	return os.Rename(tmp, dst)
 }
 
 // installCollection writes the collection into t: the runner, the
 // binaries, the list, settings and programs, the LAVA test definition.
-func installCollection(ctx context.Context, t ksft.Tree, src suiteSource, runner string, pkgs []string,
+func installCollection(ctx context.Context, t ksft.Tree, src runner.Source, ksftRunner string, pkgs []string,
 	timeout int, spec string) ([]string, error) {
-	if err := t.CopyRunner(runner); err != nil {
+	if err := t.CopyRunner(ksftRunner); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
+	fmt.Fprintf(runner.Progress(), "xmitcheck: building the suites from %s (%s)\n", src.Rev, src.Dir)
 	if err := os.MkdirAll(t.Path(ksft.BinDir), 0o755); err != nil {
 		return nil, err
 	}
-	bins, err := buildTests(ctx, src, t.Path(ksft.BinDir), pkgs, nil)
+	bins, err := runner.BuildTests(ctx, src, t.Path(ksft.BinDir), pkgs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +142,7 @@ func installCollection(ctx context.Context, t ksft.Tree, src suiteSource, runner
 		}
 		suites = append(suites, s)
 	}
-	init, err := initBinary(ctx, t.Path(ksft.BinDir))
+	init, err := runner.InitBinary(ctx, t.Path(ksft.BinDir))
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +153,8 @@ func installCollection(ctx context.Context, t ksft.Tree, src suiteSource, runner
 		os.Remove(filepath.Join(t.Path(ksft.BinDir), "xmitcheck-init"))
 	}
 	build := exec.CommandContext(ctx, "go", "build", "-o", t.Bin(ksft.Test2JSON), "cmd/test2json")
-	build.Dir = src.dir
-	build.Env = append(os.Environ(), append(src.env, "CGO_ENABLED=0")...)
+	build.Dir = src.Dir
+	build.Env = append(os.Environ(), append(src.Env, "CGO_ENABLED=0")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build cmd/test2json: %v\n%s", err, out)
 	}
@@ -233,7 +250,7 @@ func debianSource(ctx context.Context, name string) (root, what string, err erro
 	tmp := root + ".tmp"
 	os.RemoveAll(tmp)
 	defer os.RemoveAll(tmp)
-	version, err := kernels.SourceFiles(ctx, name, sourceMembers, tmp, kernels.Options{Progress: progress()})
+	version, err := kernels.SourceFiles(ctx, name, sourceMembers, tmp, kernels.Options{Progress: runner.Progress()})
 	if err != nil {
 		return "", "", fmt.Errorf("the kselftest runner from %s's linux-source: %w (or give --kselftest-from TREE)",
 			name, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
@@ -34,7 +35,7 @@ func cmdKernels(args []string) error {
 			return usagef("kernels fetch: name at least one kernel (xmitcheck kernels lists them)")
 		}
 		for _, name := range fs.Args() {
-			k, err := kernels.Resolve(context.Background(), name, kernels.Options{Progress: progress(), Refresh: true})
+			k, err := kernels.Resolve(context.Background(), name, kernels.Options{Progress: runner.Progress(), Refresh: true})
 			if err != nil {
 				return err
 			}

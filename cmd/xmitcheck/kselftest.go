@@ -19,6 +19,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 	"github.com/xmitcheck/xmitcheck/internal/host/ksft"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 	"golang.org/x/sys/unix"
@@ -90,19 +91,13 @@ func cmdKselftest(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	timeout := ksftTimeout(tree)
-	bin := vmtest.Binary{Name: module + "/suites/" + suite, Path: tree.TestBinary(suite), Args: []string{
-		"-test.v=test2json", "-test.count=1", "-test.timeout=" + max(timeout-binaryMargin, timeout/2).String()}}
-	for flag, re := range map[string]string{"run": *runRE, "skip": *skipRE} {
-		if re != "" {
-			bin.Args = append(bin.Args, "-test."+flag+"="+re)
-		}
-	}
-	v := &vmFlags{overall: max(timeout-runMargin, timeout*3/4), test2json: tree.Bin(ksft.Test2JSON)}
+	bin := ksftBinary(tree, suite, timeout, map[string]string{"run": *runRE, "skip": *skipRE})
+	o := &runner.Options{Timeout: max(timeout-runMargin, timeout*3/4), Test2JSON: tree.Bin(ksft.Test2JSON)}
 	var out io.Writer
 	if *verbose {
 		out = os.Stderr
 	}
-	run, errs, err := runLane(ctx, v, k, vmtest.Host{}, []vmtest.Binary{bin}, out, time.Now())
+	run, errs, err := o.RunLane(ctx, k, vmtest.Host{}, []vmtest.Binary{bin}, out, time.Now())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "xmitcheck:", err)
 		return ksftFail
@@ -111,12 +106,21 @@ func cmdKselftest(args []string) int {
 	for _, n := range notes {
 		run.Note(n)
 	}
-	if ctx.Err() != nil {
-		run.Cancel()
-	}
-	run.Finish(errors.Join(errs...))
-	run.Judge(e, source, named...)
+	runner.Judge(ctx, run, errs, e, source, named...)
 	return ksftReport(run, k, suite)
+}
+
+// ksftBinary is the suite's test binary in tree, its own timeout inside
+// the runner's, with go test's flags (run, skip) that are set.
+func ksftBinary(tree ksft.Tree, suite string, timeout time.Duration, flags map[string]string) vmtest.Binary {
+	bin := vmtest.Binary{Name: runner.Module + "/suites/" + suite, Path: tree.TestBinary(suite), Args: []string{
+		"-test.v=test2json", "-test.count=1", "-test.timeout=" + max(timeout-binaryMargin, timeout/2).String()}}
+	for flag, re := range flags {
+		if re != "" {
+			bin.Args = append(bin.Args, "-test."+flag+"="+re)
+		}
+	}
+	return bin
 }
 
 // kselftestUsage prints a usage error and fails the test.
@@ -236,7 +240,7 @@ func ksftReport(run *results.Run, k *kernels.Kernel, suite string) int {
 		if name == "host" {
 			name = ""
 		}
-		err := writeTo(filepath.Join(dir, suite+".results"), func(w io.Writer) error {
+		err := runner.WriteTo(filepath.Join(dir, suite+".results"), func(w io.Writer) error {
 			return ksft.WriteLabResults(w, suite, name, k.Release, run)
 		})
 		if err != nil {

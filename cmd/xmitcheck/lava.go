@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/host/lava"
 	"github.com/xmitcheck/xmitcheck/internal/host/report"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
@@ -59,16 +61,8 @@ func cmdLavaJob(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case *out == "" || *dir == "":
-		return usagef("lava job: give --tree DIR (xmitcheck suites install -o DIR) and -o JOBDIR")
-	case fs.NArg() > 0:
-		return usagef("lava job: unexpected %q: the flags say it all", fs.Arg(0))
-	case *cpus < 1 || *memory < 256:
-		return usagef("lava job: --cpus at least 1, --memory at least 256")
-	}
-	if _, err := expect.Parse(*spec); err != nil {
-		return usagef("lava job --expect: %v", err)
+	if err := checkLavaJob(fs, *out, *dir, *spec, *cpus, *memory); err != nil {
+		return err
 	}
 	t := ksft.Tree{Root: *dir}
 	suites, err := t.Suites()
@@ -80,7 +74,7 @@ func cmdLavaJob(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	k, err := kernels.Resolve(ctx, *kernel, kernels.Options{Modules: *modules, Progress: progress()})
+	k, err := kernels.Resolve(ctx, *kernel, kernels.Options{Modules: *modules, Progress: runner.Progress()})
 	if err != nil {
 		return err
 	}
@@ -105,6 +99,23 @@ func cmdLavaJob(args []string) error {
 		*dir, held)
 	fmt.Printf("run it with LAVA's dispatcher: scripts/lava.sh renders %s and runs lava-run (docs/kselftest.md)\n",
 		lava.DeviceFile)
+	return nil
+}
+
+// checkLavaJob refuses a lava job without its directories, with words
+// after the flags, a guest too small or an expectation that does not parse.
+func checkLavaJob(fs *flag.FlagSet, out, dir, spec string, cpus, memory int) error {
+	switch {
+	case out == "" || dir == "":
+		return usagef("lava job: give --tree DIR (xmitcheck suites install -o DIR) and -o JOBDIR")
+	case fs.NArg() > 0:
+		return usagef("lava job: unexpected %q: the flags say it all", fs.Arg(0))
+	case cpus < 1 || memory < 256:
+		return usagef("lava job: --cpus at least 1, --memory at least 256")
+	}
+	if _, err := expect.Parse(spec); err != nil {
+		return usagef("lava job --expect: %v", err)
+	}
 	return nil
 }
 
@@ -142,7 +153,7 @@ func writeJob(final string, j lava.Job, t ksft.Tree, suites []string, busybox st
 		{lava.DeviceFile, func(w io.Writer) error { _, err := io.WriteString(w, lava.DeviceDictionary()); return err }},
 	}
 	for _, f := range files {
-		if err := writeTo(filepath.Join(tmp, f.name), f.write); err != nil {
+		if err := runner.WriteTo(filepath.Join(tmp, f.name), f.write); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
@@ -205,7 +216,7 @@ func cmdLavaResults(args []string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", logs[0], err)
 	}
-	entry := matrixEntry{Snapshot: snap, Xmitcheck: version(), Suites: "the LAVA job log " + logs[0]}
+	entry := matrixEntry{Snapshot: snap, Xmitcheck: runner.Version(), Suites: "the LAVA job log " + logs[0]}
 	if err := writeSnapshots(*out, []matrixEntry{entry}); err != nil {
 		return 0, err
 	}
@@ -228,7 +239,7 @@ func writeSnapshots(out string, entries []matrixEntry) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	return writeTo(filepath.Join(out, "results.json"), func(w io.Writer) error {
+	return runner.WriteTo(filepath.Join(out, "results.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(entries)

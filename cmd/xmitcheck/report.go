@@ -9,6 +9,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/host/kcidb"
 	"github.com/xmitcheck/xmitcheck/internal/host/report"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
+	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 )
 
 // cmdReport renders one or more matrix folders (their results.json) as one
@@ -50,38 +51,12 @@ func cmdReport(args []string) (int, error) {
 	if err := kcidb.CheckOrigin(*origin); err != nil {
 		return 0, usagef("report: --%v", err)
 	}
-	var snaps []results.Snapshot
-	for _, dir := range dirs {
-		s, err := report.Load(dir)
-		if err != nil {
-			return 0, err
-		}
-		snaps = append(snaps, s...)
+	snaps, err := loadSnapshots(dirs)
+	if err != nil {
+		return 0, err
 	}
-	if *kcidbFile != "" {
-		if err := writeTo(*kcidbFile, func(w io.Writer) error { return kcidb.Write(w, snaps, *origin) }); err != nil {
-			return 0, err
-		}
-	}
-	if htmlToo {
-		if err := os.MkdirAll(filepath.Dir(*html), 0o755); err != nil {
-			return 0, err
-		}
-		if err := writeTo(*html, func(w io.Writer) error { return report.WriteHTML(w, snaps) }); err != nil {
-			return 0, err
-		}
-	}
-	if *markdown != "" {
-		if err := writeTo(*markdown, func(w io.Writer) error { return report.WriteMarkdown(w, snaps) }); err != nil {
-			return 0, err
-		}
-	}
-	mismatch := false
-	for _, s := range snaps {
-		for _, v := range s.Verdicts {
-			mismatch = mismatch || v.Mismatch()
-		}
-		mismatch = mismatch || len(s.Misses) > 0 || s.Err != ""
+	if err := writeReportFiles(snaps, reportFiles{*html, *markdown, *kcidbFile, *origin, htmlToo}); err != nil {
+		return 0, err
 	}
 	table := io.Writer(os.Stdout)
 	if *kcidbFile == "-" {
@@ -90,8 +65,64 @@ func cmdReport(args []string) (int, error) {
 	if err := report.WriteMarkdown(table, snaps); err != nil {
 		return 0, err
 	}
-	if *check && mismatch {
+	if *check && mismatched(snaps) {
 		return exitFail, nil
 	}
 	return exitOK, nil
+}
+
+// loadSnapshots reads the matrix folders' results.json, in order.
+func loadSnapshots(dirs []string) ([]results.Snapshot, error) {
+	var snaps []results.Snapshot
+	for _, dir := range dirs {
+		s, err := report.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		snaps = append(snaps, s...)
+	}
+	return snaps, nil
+}
+
+// reportFiles are the files report writes ("" for none): the page when
+// htmlToo, the Markdown reply, the KCIDB report for origin.
+type reportFiles struct {
+	html, markdown, kcidb, origin string
+	htmlToo                       bool
+}
+
+func writeReportFiles(snaps []results.Snapshot, f reportFiles) error {
+	if f.kcidb != "" {
+		if err := runner.WriteTo(f.kcidb, func(w io.Writer) error { return kcidb.Write(w, snaps, f.origin) }); err != nil {
+			return err
+		}
+	}
+	if f.htmlToo {
+		if err := os.MkdirAll(filepath.Dir(f.html), 0o755); err != nil {
+			return err
+		}
+		if err := runner.WriteTo(f.html, func(w io.Writer) error { return report.WriteHTML(w, snaps) }); err != nil {
+			return err
+		}
+	}
+	if f.markdown != "" {
+		return runner.WriteTo(f.markdown, func(w io.Writer) error { return report.WriteMarkdown(w, snaps) })
+	}
+	return nil
+}
+
+// mismatched reports whether a verdict differs from its expectation, a
+// feature was missed or a run failed to finish.
+func mismatched(snaps []results.Snapshot) bool {
+	for _, s := range snaps {
+		for _, v := range s.Verdicts {
+			if v.Mismatch() {
+				return true
+			}
+		}
+		if len(s.Misses) > 0 || s.Err != "" {
+			return true
+		}
+	}
+	return false
 }

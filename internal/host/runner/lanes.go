@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"context"
@@ -21,17 +21,17 @@ import (
 // that the host's cores are shared with the other lane's guest, as they
 // are when matrix runs two kernels at once.
 
-// lanes is how many VMs run k's binaries at once: --vms, never more than
+// lanes is how many VMs run k's binaries at once: VMs, never more than
 // there are binaries. The host runs its binaries one after the other: they
 // would share its one kernel, its log and its load.
-func (v *vmFlags) lanes(k *kernels.Kernel, bins int) int {
-	if k.Host || v.vms <= 1 {
+func (o *Options) lanes(k *kernels.Kernel, bins int) int {
+	if k.Host || o.VMs <= 1 {
 		return 1
 	}
-	return min(v.vms, bins)
+	return min(o.VMs, bins)
 }
 
-// autoVMs is --vms 0 for run, compare and bisect: as many VMs as the host
+// autoVMs is VMs 0 for run, compare and bisect: as many VMs as the host
 // has cores for every vCPU of each (--cpus), as far as memory allows, at
 // least one. A race test needs its guest's vCPUs to run in parallel; a
 // second guest on the same cores takes that away, and the race tests then
@@ -39,13 +39,13 @@ func (v *vmFlags) lanes(k *kernels.Kernel, bins int) int {
 // share no core unless --vms says so. -v prints the tests' output as it
 // comes, which one VM at a time keeps readable, and vng's boot costs
 // several native boots: both keep one.
-func (s *suiteRun) autoVMs() {
-	if s.v.vms != 0 {
+func (c *Config) autoVMs() {
+	if c.VMs != 0 {
 		return
 	}
-	s.v.vms = 1
-	if !s.verbose && s.v.backend == "native" {
-		s.v.vms = max(1, min(runtime.NumCPU()/max(s.v.cpus, 1), defaultJobs(s.v.memoryMB)))
+	c.VMs = 1
+	if !c.Verbose && c.Backend == "native" {
+		c.VMs = max(1, min(runtime.NumCPU()/max(c.CPUs, 1), DefaultJobs(c.MemoryMB)))
 	}
 }
 
@@ -60,15 +60,15 @@ func deal(bins []vmtest.Binary, n int) [][]vmtest.Binary {
 	return lanes
 }
 
-// runLanes deals bins among n lanes, runs each (runLane) at once and joins
+// runLanes deals bins among n lanes, runs each (RunLane) at once and joins
 // their runs, the tests in the binaries' order. The first lane that cannot
 // record its results stops the others.
-func runLanes(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary, n int,
+func (o *Options) runLanes(ctx context.Context, k *kernels.Kernel, b vmtest.Backend, bins []vmtest.Binary, n int,
 	verbose io.Writer) (*results.Run, []error, error) {
 	started := time.Now()
 	lanes := deal(bins, n)
 	if len(lanes) == 1 {
-		return runLane(ctx, v, k, b, lanes[0], verbose, started)
+		return o.RunLane(ctx, k, b, lanes[0], verbose, started)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -78,7 +78,7 @@ func runLanes(ctx context.Context, v *vmFlags, k *kernels.Kernel, b vmtest.Backe
 	var wg sync.WaitGroup
 	for i, bins := range lanes {
 		wg.Go(func() {
-			runs[i], errs[i], fatal[i] = runLane(ctx, v, k, b, bins, verbose, started)
+			runs[i], errs[i], fatal[i] = o.RunLane(ctx, k, b, bins, verbose, started)
 			if fatal[i] != nil {
 				cancel()
 			}

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func (f *int3Backend) Run(
 func TestRunOneStaleInt3(t *testing.T) {
 	bins := []vmtest.Binary{{Name: "example.org/suites/a"}, {Name: "example.org/suites/b"}}
 	k := &kernels.Kernel{Name: "debian:7.3", Release: "7.3.4"}
-	v := &vmFlags{}
+	o := &Options{}
 	status := func(r *results.Run, pkg, name string) results.Status {
 		for _, t := range r.Tests {
 			if t.Package == pkg && t.Name == name {
@@ -83,7 +83,7 @@ func TestRunOneStaleInt3(t *testing.T) {
 
 	t.Run("again as before", func(t *testing.T) {
 		b := &int3Backend{stale: map[int]bool{0: true}}
-		r, err := runOne(context.Background(), v, k, b, bins, false, io.Discard)
+		r, err := o.RunOne(context.Background(), k, b, bins, false, io.Discard)
 		assert.NilError(t, err)
 		assert.Assert(t, is.Len(b.jobs, 2))
 		assert.Check(t, !b.jobs[0].SingleThreadTCG, "the first boot is multi-threaded")
@@ -99,7 +99,7 @@ func TestRunOneStaleInt3(t *testing.T) {
 	})
 	t.Run("single-threaded the second time, for that binary alone", func(t *testing.T) {
 		b := &int3Backend{stale: map[int]bool{0: true, 1: true}}
-		r, err := runOne(context.Background(), v, k, b, bins, false, io.Discard)
+		r, err := o.RunOne(context.Background(), k, b, bins, false, io.Discard)
 		assert.NilError(t, err)
 		assert.Assert(t, is.Len(b.jobs, 4))
 		assert.Check(t, b.jobs[2].SingleThreadTCG)
@@ -113,7 +113,7 @@ func TestRunOneStaleInt3(t *testing.T) {
 	})
 	t.Run("at boot", func(t *testing.T) {
 		b := &int3Backend{staleBoot: map[int]bool{0: true}}
-		r, err := runOne(context.Background(), v, k, b, bins, false, io.Discard)
+		r, err := o.RunOne(context.Background(), k, b, bins, false, io.Discard)
 		assert.NilError(t, err)
 		assert.Assert(t, is.Len(b.jobs, 2))
 		assert.Check(t, !b.jobs[1].SingleThreadTCG)
@@ -124,7 +124,7 @@ func TestRunOneStaleInt3(t *testing.T) {
 	})
 	t.Run("between binaries", func(t *testing.T) {
 		b := &int3Backend{gap: map[int]bool{0: true}}
-		r, err := runOne(context.Background(), v, k, b, bins, false, io.Discard)
+		r, err := o.RunOne(context.Background(), k, b, bins, false, io.Discard)
 		assert.NilError(t, err)
 		assert.Assert(t, is.Len(b.jobs, 2))
 		assert.Check(t, is.DeepEqual(b.jobs[1].Binaries, bins[1:]), "the binary not yet run goes again")
@@ -135,7 +135,7 @@ func TestRunOneStaleInt3(t *testing.T) {
 	})
 	t.Run("three times keeps the failures of the tries", func(t *testing.T) {
 		b := &int3Backend{stale: map[int]bool{0: true, 1: true, 2: true}}
-		r, err := runOne(context.Background(), v, k, b, bins, false, io.Discard)
+		r, err := o.RunOne(context.Background(), k, b, bins, false, io.Discard)
 		assert.NilError(t, err)
 		assert.Check(t, is.ErrorContains(r.Err, "could not be tested"))
 		assert.Check(t, !b.jobs[len(b.jobs)-1].SingleThreadTCG, "the rest run multi-threaded")
@@ -177,7 +177,7 @@ func (listBackend) Run(
 func TestRunList(t *testing.T) {
 	bins := []vmtest.Binary{{Name: "example.org/suites/tun"}}
 	k := &kernels.Kernel{Name: "debian:7.3", Release: "7.3.4"}
-	r, err := runOne(context.Background(), &vmFlags{}, k, listBackend{}, bins, false, io.Discard)
+	r, err := (&Options{}).RunOne(context.Background(), k, listBackend{}, bins, false, io.Discard)
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(r.Counts(), results.Tally{}))
 	assert.Check(t, !r.Failed() && !r.Mismatched(), "%v %v", r.Counts(), r.Verdicts)

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"bytes"
@@ -16,21 +16,21 @@ import (
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
-// buildTests compiles the test binaries of pkgs, found in src (go test -c,
+// BuildTests compiles the test binaries of pkgs, found in src (go test -c,
 // static so they run in a bare initramfs), into dir and returns them, in
 // order, with args. A package that is not there, or has no tests, is a
 // usage error that lists the suites.
-func buildTests(ctx context.Context, src suiteSource, dir string, pkgs, args []string) ([]vmtest.Binary, error) {
+func BuildTests(ctx context.Context, src Source, dir string, pkgs, args []string) ([]vmtest.Binary, error) {
 	listArgs := []string{"list", "-e", "-json=ImportPath,Name,Dir,GoFiles,TestGoFiles,XTestGoFiles,Error"}
 	list := exec.CommandContext(ctx, "go", append(listArgs, pkgs...)...)
-	list.Dir = src.dir
-	list.Env = append(os.Environ(), src.env...)
+	list.Dir = src.Dir
+	list.Env = append(os.Environ(), src.Env...)
 	var stderr bytes.Buffer
 	list.Stderr = &stderr
 	out, err := list.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go list %s in %s (the suites' %s): %v: %s",
-			strings.Join(pkgs, " "), src.dir, src.rev, err, strings.TrimSpace(stderr.String()))
+			strings.Join(pkgs, " "), src.Dir, src.Rev, err, strings.TrimSpace(stderr.String()))
 	}
 	var bins []vmtest.Binary
 	var paths []string
@@ -45,7 +45,7 @@ func buildTests(ctx context.Context, src suiteSource, dir string, pkgs, args []s
 			return nil, fmt.Errorf("go list: %w", err)
 		}
 		if p.Error != nil {
-			return nil, usagef("no package %s: %s", p.ImportPath, suiteList(src.dir))
+			return nil, Usagef("no package %s: %s", p.ImportPath, suiteList(src.Dir))
 		}
 		if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 {
 			continue
@@ -63,28 +63,28 @@ func buildTests(ctx context.Context, src suiteSource, dir string, pkgs, args []s
 		})
 	}
 	if len(bins) == 0 {
-		return nil, usagef("no tests in %s: %s", strings.Join(pkgs, " "), suiteList(src.dir))
+		return nil, Usagef("no tests in %s: %s", strings.Join(pkgs, " "), suiteList(src.Dir))
 	}
-	fmt.Fprintf(progress(), "xmitcheck: building the suites from %s (%s)\n", src.rev, src.dir)
+	fmt.Fprintf(Progress(), "xmitcheck: building the suites from %s (%s)\n", src.Rev, src.Dir)
 	build := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", dir + "/"}, paths...)...)
-	build.Dir = src.dir
-	build.Env = append(os.Environ(), append(src.env, "CGO_ENABLED=0")...)
+	build.Dir = src.Dir
+	build.Env = append(os.Environ(), append(src.Env, "CGO_ENABLED=0")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go test -c: %v\n%s", err, out)
 	}
 	return bins, nil
 }
 
-// initBinary returns a statically linked xmitcheck for the guest: this
+// InitBinary returns a statically linked xmitcheck for the guest: this
 // executable when it is static, else one built into dir from the source
 // embedded in it, which is this executable's own whatever the directory
 // or -C (host and guest speak one protocol).
-func initBinary(ctx context.Context, dir string) (string, error) {
+func InitBinary(ctx context.Context, dir string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	if static(self) {
+	if Static(self) {
 		return self, nil
 	}
 	if _, err := exec.LookPath("go"); err != nil {
@@ -98,19 +98,19 @@ func initBinary(ctx context.Context, dir string) (string, error) {
 	out := filepath.Join(dir, "xmitcheck-init")
 	// No VCS stamp: the cache may sit in a git repository (a home directory
 	// kept in git) that has nothing to do with this source.
-	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", out, module+"/cmd/xmitcheck")
-	build.Dir = src.dir
-	build.Env = append(os.Environ(), append(src.env, "CGO_ENABLED=0")...)
+	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", out, Module+"/cmd/xmitcheck")
+	build.Dir = src.Dir
+	build.Env = append(os.Environ(), append(src.Env, "CGO_ENABLED=0")...)
 	if b, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("this xmitcheck is dynamically linked and rebuilding it statically failed (%v: %s): "+
 			"install it static: `CGO_ENABLED=0 go install %s/cmd/xmitcheck@latest` (make build in a checkout)",
-			err, bytes.TrimSpace(b), module)
+			err, bytes.TrimSpace(b), Module)
 	}
 	return out, nil
 }
 
-// static reports whether the ELF file at path has no program interpreter.
-func static(path string) bool {
+// Static reports whether the ELF file at path has no program interpreter.
+func Static(path string) bool {
 	f, err := elf.Open(path)
 	if err != nil {
 		return false

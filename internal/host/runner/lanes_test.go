@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"context"
@@ -91,22 +91,22 @@ func TestDeal(t *testing.T) {
 
 func TestLanes(t *testing.T) {
 	k := &kernels.Kernel{Name: "debian:7.3"}
-	assert.Check(t, is.Equal((&vmFlags{vms: 2}).lanes(k, 4), 2))
-	assert.Check(t, is.Equal((&vmFlags{vms: 8}).lanes(k, 4), 4))
-	assert.Check(t, is.Equal((&vmFlags{}).lanes(k, 4), 1), "no --vms default picked: one")
-	assert.Check(t, is.Equal((&vmFlags{vms: 2}).lanes(&kernels.Kernel{Name: "host", Host: true}, 4), 1),
+	assert.Check(t, is.Equal((&Options{VMs: 2}).lanes(k, 4), 2))
+	assert.Check(t, is.Equal((&Options{VMs: 8}).lanes(k, 4), 4))
+	assert.Check(t, is.Equal((&Options{}).lanes(k, 4), 1), "no --vms default picked: one")
+	assert.Check(t, is.Equal((&Options{VMs: 2}).lanes(&kernels.Kernel{Name: "host", Host: true}, 4), 1),
 		"the host's binaries share its kernel: one at a time")
 
-	s := suiteRun{v: vmFlags{backend: "native", cpus: runtime.NumCPU(), memoryMB: 1024}}
+	s := Config{Options: Options{Backend: "native", CPUs: runtime.NumCPU(), MemoryMB: 1024}}
 	s.autoVMs()
-	assert.Check(t, is.Equal(s.v.vms, 1), "a VM's vCPUs take every core: one VM")
-	s = suiteRun{v: vmFlags{backend: "native", cpus: 1, memoryMB: 1024}}
+	assert.Check(t, is.Equal(s.VMs, 1), "a VM's vCPUs take every core: one VM")
+	s = Config{Options: Options{Backend: "native", CPUs: 1, MemoryMB: 1024}}
 	s.autoVMs()
-	assert.Check(t, is.Equal(s.v.vms, max(1, min(runtime.NumCPU(), defaultJobs(1024)))),
+	assert.Check(t, is.Equal(s.VMs, max(1, min(runtime.NumCPU(), DefaultJobs(1024)))),
 		"one vCPU a VM: a VM per core, as far as memory allows")
-	for _, s := range []suiteRun{{v: vmFlags{backend: "vng"}}, {v: vmFlags{backend: "native"}, verbose: true}} {
+	for _, s := range []Config{{Options: Options{Backend: "vng"}}, {Options: Options{Backend: "native"}, Verbose: true}} {
 		s.autoVMs()
-		assert.Check(t, is.Equal(s.v.vms, 1), "%s, -v %v", s.v.backend, s.verbose)
+		assert.Check(t, is.Equal(s.VMs, 1), "%s, -v %v", s.Backend, s.Verbose)
 	}
 }
 
@@ -125,7 +125,7 @@ func TestRunOneInLanes(t *testing.T) {
 	}
 
 	b := newLaneBackend(2, "")
-	r, err := runOne(context.Background(), &vmFlags{vms: 2}, k, b, bins, false, io.Discard)
+	r, err := (&Options{VMs: 2}).RunOne(context.Background(), k, b, bins, false, io.Discard)
 	assert.NilError(t, err)
 	assert.Check(t, r.Err == nil, "%v", r.Err)
 	slices.SortFunc(b.jobs, func(x, y []string) int { return strings.Compare(x[0], y[0]) })
@@ -137,7 +137,7 @@ func TestRunOneInLanes(t *testing.T) {
 	}))
 
 	b = newLaneBackend(2, bins[1].Name)
-	r, err = runOne(context.Background(), &vmFlags{vms: 2}, k, b, bins, false, io.Discard)
+	r, err = (&Options{VMs: 2}).RunOne(context.Background(), k, b, bins, false, io.Discard)
 	assert.NilError(t, err)
 	assert.Check(t, errors.Is(r.Err, vmtest.ErrCrash), "%v", r.Err)
 	assert.Check(t, is.Len(b.jobs, 2), "nothing left to boot again for")

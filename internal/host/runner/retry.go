@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"errors"
@@ -65,7 +65,7 @@ func (r *emulatorRetry) after(left []vmtest.Binary, ran bool) (next []boot, err 
 			r.label, where))
 		r.run.MarkArtefact(hit.Name)
 		return boots(rest), fmt.Errorf("%s could not be tested: %w three times (docs/verdicts.md); try --accel kvm",
-			hit.Name, errStaleText)
+			hit.Name, ErrStaleText)
 	}
 	if ran {
 		if _, ok := r.args[hit.Name]; !ok {
@@ -104,8 +104,8 @@ func skipping(bin vmtest.Binary, args, done []string) vmtest.Binary {
 	return bin
 }
 
-// errStaleText is the emulator's artefact, once it left a binary untested.
-var errStaleText = errors.New("TCG ran stale code")
+// ErrStaleText is the emulator's artefact, once it left a binary untested.
+var ErrStaleText = errors.New("TCG ran stale code")
 
 // boots is one boot for bins, or none.
 func boots(bins []vmtest.Binary) []boot {
