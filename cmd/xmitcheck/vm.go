@@ -140,7 +140,7 @@ func (v *vmFlags) missingModules(k *kernels.Kernel) (why, modules string) {
 // only (bisect) it is the whole question, with the known issues the kernel
 // may show.
 func (v *vmFlags) expectation(k *kernels.Kernel) (expect.Expectation, string, []feature.Seed, error) {
-	e, source, err := kernels.Expect(k)
+	e, source, err := expect.Of(k)
 	if err != nil {
 		return e, "", nil, err
 	}
