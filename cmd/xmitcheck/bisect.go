@@ -16,6 +16,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/kernels/kbuild"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
@@ -28,7 +29,7 @@ const (
 )
 
 // stepError ends a bisection step that could not judge the commit: a build
-// that failed on the tree (kernels.ErrBuild) leaves this commit untestable
+// that failed on the tree (kbuild.ErrBuild) leaves this commit untestable
 // (125); anything else (a patch file or a tool missing, suites that do not
 // compile, qemu missing, the step cancelled) would fail every commit the
 // same way, so the bisection stops (128).
@@ -37,7 +38,7 @@ func stepError(ctx context.Context, err error) int {
 	switch {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("the step was cancelled (%w): %v", ctx.Err(), err)
-	case errors.Is(err, kernels.ErrBuild):
+	case errors.Is(err, kbuild.ErrBuild):
 		code = bisectSkip
 	}
 	what := "stopping the bisection"
@@ -101,7 +102,7 @@ func cmdBisect(args []string) int {
 	defer stop()
 
 	start := time.Now()
-	built, err := kernels.Build(ctx, b.options())
+	built, err := kbuild.Build(ctx, b.options())
 	if err != nil {
 		return stepError(ctx, err)
 	}
