@@ -1,14 +1,13 @@
 package kernels
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/xmitcheck/xmitcheck/kernels/internal/cachefile"
 )
 
 // manifestName is the last file written into a cache entry: an entry without
@@ -74,7 +73,7 @@ func (m *manifest) kernel(root string) *Kernel {
 // writeManifest writes the manifest of the entry being built at root,
 // hashing its vmlinuz and counting its modules; it must be the last write.
 func writeManifest(root string, m manifest) error {
-	sum, err := fileSHA256(m.kernel(root).Vmlinuz)
+	sum, err := cachefile.SHA256(m.kernel(root).Vmlinuz)
 	if err != nil {
 		return err
 	}
@@ -115,7 +114,7 @@ func verifyEntry(root string) (*Kernel, *manifest, error) {
 		return nil, nil, fmt.Errorf("manifest lacks name, release or vmlinuz hash")
 	}
 	k := m.kernel(root)
-	sum, err := fileSHA256(k.Vmlinuz)
+	sum, err := cachefile.SHA256(k.Vmlinuz)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,19 +175,6 @@ func removeEntry(root string) error {
 		return fmt.Errorf("removing the corrupt cache entry %s: %w", root, err)
 	}
 	return nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func syncFile(path string) error {

@@ -15,3 +15,13 @@ var Config string
 //
 //go:embed base.config
 var Base string
+
+// expectations is the expectation file: what each kernel must show
+// (internal/host/expect reads it).
+//
+//go:embed expectations
+var expectations string
+
+// ExpectationsFile is the expectation file's text, as xmitcheck was built
+// with it (an installed kselftest collection carries a copy).
+func ExpectationsFile() string { return expectations }

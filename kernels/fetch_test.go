@@ -12,6 +12,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/kernels/debian"
 )
 
 // TestFetchDebian really fetches debian:7.3 (split packaging) and debian:6.1
@@ -31,14 +33,9 @@ func TestFetchDebian(t *testing.T) {
 	defer cancel()
 	cache := t.TempDir()
 
-	// Probe the mirror with the update Resolve would run anyway.
-	m, err := readMirror(debianSources)
-	if err != nil {
-		t.Skipf("the Debian mirror can't be read: %v", err)
-	}
-	// The probe uses its own state, so Resolve starts from an empty cache.
-	probe := aptState{dir: filepath.Join(t.TempDir(), "trixie-backports"), suite: "trixie-backports"}
-	if err := probe.update(ctx, m); err != nil {
+	// Probe the mirror with the update Resolve would run anyway. The probe
+	// uses its own state, so Resolve starts from an empty cache.
+	if err := debian.NewIndex(t.TempDir(), "trixie-backports").Update(ctx); err != nil {
 		t.Skipf("the Debian mirror can't be read: %v", err)
 	}
 

@@ -1,9 +1,10 @@
-// Package kernels names the kernels xmitcheck runs on, fetches Debian's
-// packages of them into a private cache, normalises their two layouts and
-// resolves the modules a guest needs.
+// Package kernels is the catalog of kernels xmitcheck runs on and their
+// resolution: a name (a catalog kernel, host, a path, build:NAME) becomes a
+// Kernel whose files sit in a private cache where a VM (native or
+// virtme-ng) expects them, with the modules a guest needs. Debian's
+// packages are kernels/debian's; builds from source are kernels/kbuild's.
 //
-// It knows nothing about qemu or tests: it hands vmtest a Kernel whose files
-// sit where a VM (native or virtme-ng) expects them.
+// It knows nothing about qemu or tests.
 package kernels
 
 // Kernel is one resolved, ready-to-boot kernel.

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/xmitcheck/xmitcheck/kernels/internal/cachefile"
 )
 
 // localKernel is a kernel given as a path, before it is normalised.
@@ -101,7 +103,7 @@ func resolveLocal(ctx context.Context, name string, opts Options) (*Kernel, erro
 	}
 	sum := sha256.Sum256([]byte(lk.image + "\x00" + lk.modules))
 	key := "local-" + hex.EncodeToString(sum[:6])
-	unlock, err := lock(ctx, filepath.Join(dir, key+".lock"), name, opts.Progress)
+	unlock, err := cachefile.Lock(ctx, filepath.Join(dir, key+".lock"), name, opts.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/kernels/debian"
 )
 
 func TestCatalog(t *testing.T) {
@@ -22,11 +24,12 @@ func TestCatalog(t *testing.T) {
 		"debian:5.10", "debian:6.1", "debian:6.12", "debian:6.12-rt", "debian:6.12-cloud",
 		"debian:7.2", "debian:7.2-rt", "debian:7.2-cloud", "debian:7.3", "debian:7.3-rt", "debian:7.3-cloud", "host", "PATH",
 	}))
-	_, ok := lookupSeries(DefaultKernel)
+	_, ok := debian.Lookup(DefaultKernel)
 	assert.Check(t, ok, "DefaultKernel %q is not in the catalog", DefaultKernel)
 }
 
 func TestResolveUnknown(t *testing.T) {
+	t.Chdir(t.TempDir()) // "debian" is a path where a directory of that name is (this package's)
 	for _, name := range []string{"debian:9.9", "debian", "7.3", "ubuntu:24.04", ""} {
 		_, err := Resolve(context.Background(), name, Options{CacheDir: t.TempDir()})
 		assert.Check(t, errors.Is(err, ErrUnknownKernel), "%q: %v", name, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/internal/host/runner"
 	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/kernels/kbuild"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
@@ -30,7 +31,7 @@ const (
 )
 
 // stepError ends a bisection step that could not judge the commit: a build
-// that failed on the tree (kernels.ErrBuild) leaves this commit untestable
+// that failed on the tree (kbuild.ErrBuild) leaves this commit untestable
 // (125); anything else (a patch file or a tool missing, suites that do not
 // compile, qemu missing, the step cancelled) would fail every commit the
 // same way, so the bisection stops (128).
@@ -39,7 +40,7 @@ func stepError(ctx context.Context, err error) int {
 	switch {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("the step was cancelled (%w): %v", ctx.Err(), err)
-	case errors.Is(err, kernels.ErrBuild):
+	case errors.Is(err, kbuild.ErrBuild):
 		code = bisectSkip
 	}
 	what := "stopping the bisection"
@@ -109,7 +110,7 @@ func (s *suiteRun) bisectFlags(fs *flag.FlagSet, b *buildFlags, args []string) e
 // bisectStep builds the tree, runs the suites on it and judges the step.
 func (s *suiteRun) bisectStep(ctx context.Context, b buildFlags) int {
 	start := time.Now()
-	built, err := kernels.Build(ctx, b.options())
+	built, err := kbuild.Build(ctx, b.options())
 	if err != nil {
 		return stepError(ctx, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/host/expect"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 	"github.com/xmitcheck/xmitcheck/internal/host/runner"
-	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/kernels/kbuild"
 	"github.com/xmitcheck/xmitcheck/vmtest"
 )
 
@@ -109,7 +109,7 @@ func TestStepError(t *testing.T) {
 	live := context.Background()
 	cancelled, cancel := context.WithCancel(live)
 	cancel()
-	build := fmt.Errorf("%w: make bzImage: exit status 2", kernels.ErrBuild)
+	build := fmt.Errorf("%w: make bzImage: exit status 2", kbuild.ErrBuild)
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context

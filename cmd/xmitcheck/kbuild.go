@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/xmitcheck/xmitcheck/kernels"
+	"github.com/xmitcheck/xmitcheck/kernels/kbuild"
 )
 
 // buildFlags are the flags of `kernels build`, which bisect shares.
@@ -30,22 +31,22 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.Var(&b.config, "config", "extra config fragment merged after the suites' own (repeatable)")
 	fs.StringVar(&b.name, "name", "", "the build's name, run as --kernel build:NAME (default: tree, commit, patches)")
 	fs.IntVar(&b.jobs, "j", 0, "make jobs (default: one per CPU)")
-	fs.StringVar(&b.base, "base", kernels.BaseMinimal,
+	fs.StringVar(&b.base, "base", kbuild.BaseMinimal,
 		"config base: minimal (allnoconfig given kernels/base.config) or defconfig (+ kvm_guest.config)")
-	fs.Var(&b.debug, "debug", "debug flavours, comma-separated or repeated: "+strings.Join(kernels.DebugFlavours, ", ")+
+	fs.Var(&b.debug, "debug", "debug flavours, comma-separated or repeated: "+strings.Join(kbuild.DebugFlavours, ", ")+
 		" (kcsan not with kasan); the build's name ends with them, e.g. NAME+kcsan")
 }
 
 // check reports a bad flag value as a usage error.
 func (b *buildFlags) check() error {
-	if _, err := kernels.ParseDebug(b.debug); err != nil {
+	if _, err := kbuild.ParseDebug(b.debug); err != nil {
 		return usagef("--debug: %v", err)
 	}
 	return nil
 }
 
-func (b *buildFlags) options() kernels.BuildOptions {
-	return kernels.BuildOptions{
+func (b *buildFlags) options() kbuild.BuildOptions {
+	return kbuild.BuildOptions{
 		Options: kernels.Options{Progress: os.Stderr},
 		Tree:    b.tree, Revert: b.revert, Apply: b.apply, Config: b.config, Name: b.name, Jobs: b.jobs,
 		Base: b.base, Debug: b.debug,
@@ -71,7 +72,7 @@ func cmdBuild(args []string) (*kernels.Built, error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	built, err := kernels.Build(ctx, b.options())
+	built, err := kbuild.Build(ctx, b.options())
 	if err != nil {
 		return nil, err
 	}

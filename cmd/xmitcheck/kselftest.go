@@ -153,7 +153,7 @@ func ksftExpectation(tree ksft.Tree, k *kernels.Kernel, suite string, spec strin
 	if err != nil {
 		return expect.Expectation{}, "", nil, fmt.Errorf("%w: install the collection again (xmitcheck suites install)", err)
 	}
-	e, source, took, err := kernels.ExpectRunning(string(text), file, os.Getenv("XMITCHECK_KERNEL"), k.Release)
+	e, source, took, err := expect.Running(string(text), file, os.Getenv("XMITCHECK_KERNEL"), k.Release)
 	if err != nil {
 		return e, "", nil, err
 	}

@@ -1,7 +1,7 @@
 // Package expect says what a kernel must show — seeds present or absent,
 // features it has or lacks, known issues allowed — in the syntax of
-// --expect and of kernels/expectations. Only the host reads it: the judge
-// holds each run to one.
+// --expect and of kernels/expectations, and reads that file for a kernel.
+// Only the host reads it: the judge holds each run to one.
 package expect
 
 import (

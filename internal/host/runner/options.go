@@ -130,7 +130,7 @@ func (o *Options) missingModules(k *kernels.Kernel) (why, modules string) {
 // Only (bisect) it is the whole question, with the known issues the kernel
 // may show.
 func (o *Options) Expectation(k *kernels.Kernel) (expect.Expectation, string, []feature.Seed, error) {
-	e, source, err := kernels.Expect(k)
+	e, source, err := expect.Of(k)
 	if err != nil {
 		return e, "", nil, err
 	}

@@ -1,4 +1,4 @@
-package kernels
+package debian
 
 import (
 	"bufio"
@@ -6,14 +6,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/xmitcheck/xmitcheck/kernels/internal/cachefile"
 )
 
-// pkg is one Debian package as apt will download it.
-type pkg struct {
+// Package is one Debian package as apt will download it.
+type Package struct {
 	Name     string
 	Version  string
 	Filename string // pool/main/l/linux/…deb, relative to the mirror URI
@@ -21,19 +24,19 @@ type pkg struct {
 	Size     int64
 }
 
-// choice is what resolution picked for a series.
-type choice struct {
+// Choice is what resolution picked for a series.
+type Choice struct {
 	// Image holds the kernel image. Companions are the other packages of the
 	// split packaging, same ABI and version: linux-modules-R (the modules) and
 	// linux-base-R (config, System.map, modules.builtin, modules.order).
-	Image      pkg
-	Companions []pkg
+	Image      Package
+	Companions []Package
 	// Release is the kernel's uname -r, "7.3.4+deb13-amd64".
 	Release string
 }
 
-// debs lists the packages to download, image first.
-func (c choice) debs() []pkg { return append([]pkg{c.Image}, c.Companions...) }
+// Debs lists the packages to download, image first.
+func (c Choice) Debs() []Package { return append([]Package{c.Image}, c.Companions...) }
 
 // companions are the names of the split packaging's other packages of a
 // release.
@@ -41,27 +44,45 @@ func companions(release string) []string {
 	return []string{"linux-modules-" + release, "linux-base-" + release}
 }
 
+// Pick updates the index when it is older than an hour and asks apt for the
+// newest package of s in it. A failed update falls back to the older index
+// when apt finds the series there.
+func (a Index) Pick(ctx context.Context, s Series, progress io.Writer) (Choice, error) {
+	if !a.fresh() {
+		cachefile.Note(progress, "updating the package index of %s…", s.Suite)
+		if err := a.Update(ctx); err != nil {
+			c, perr := s.pick(ctx, a)
+			if perr != nil {
+				return Choice{}, err
+			}
+			cachefile.Note(progress, "%v: using the older index", err)
+			return c, nil
+		}
+	}
+	return s.pick(ctx, a)
+}
+
 // pick asks apt for the newest package of the series in a's suite: of the
 // names apt knows (apt-cache pkgnames) those the image pattern accepts, each
 // one's candidate (apt-cache policy), the newest of those in dpkg's order,
 // and for the split packaging its companions of the same version. Each ABI
-// is a package of its own, so apt's candidate choice alone cannot pick one.
+// is a package of its own, so apt's candidate Choice alone cannot pick one.
 // apt-cache show gives the files; apt-get --print-uris would too, at twice
 // the cost (it computes every package's candidate first).
-func (s series) pick(ctx context.Context, a aptState) (choice, error) {
+func (s Series) pick(ctx context.Context, a Index) (Choice, error) {
 	re := s.imagePattern()
 	out, err := a.run(ctx, "apt-cache", "", "pkgnames", s.imagePrefix())
 	if err != nil {
-		return choice{}, err
+		return Choice{}, err
 	}
 	release := map[string]string{}
 	var images, names []string
 	for _, name := range strings.Fields(string(out)) {
 		if m := re.FindStringSubmatch(name); m != nil {
 			images = append(images, name)
-			release[name] = m[1] + "-" + s.flavour
+			release[name] = m[1] + "-" + s.Flavour
 			names = append(names, name)
-			if s.split {
+			if s.Split {
 				names = append(names, companions(release[name])...)
 			}
 		}
@@ -69,44 +90,44 @@ func (s series) pick(ctx context.Context, a aptState) (choice, error) {
 	slices.Sort(images)
 	candidates, err := a.candidates(ctx, names)
 	if err != nil {
-		return choice{}, err
+		return Choice{}, err
 	}
 	name, err := newest(ctx, images, candidates)
 	if err != nil {
-		return choice{}, err
+		return Choice{}, err
 	}
-	best := choice{Image: pkg{Name: name, Version: candidates[name]}, Release: release[name]}
+	best := Choice{Image: Package{Name: name, Version: candidates[name]}, Release: release[name]}
 	if name == "" {
 		// Most likely the mirror dropped the series; another kernel of the
 		// catalog still works.
-		return choice{}, fmt.Errorf(
+		return Choice{}, fmt.Errorf(
 			"no %s package in %s's index (want one matching %s): run `xmitcheck kernels` for the catalog",
 			s.Name, a.suite, re)
 	}
-	if s.split {
+	if s.Split {
 		for _, want := range companions(best.Release) {
 			if candidates[want] != best.Image.Version {
-				return choice{}, fmt.Errorf(
+				return Choice{}, fmt.Errorf(
 					"%s %s has no %s of the same version in %s's index: the mirror is mid-update, try again later",
 					best.Image.Name, best.Image.Version, want, a.suite)
 			}
-			best.Companions = append(best.Companions, pkg{Name: want, Version: best.Image.Version})
+			best.Companions = append(best.Companions, Package{Name: want, Version: best.Image.Version})
 		}
 	}
-	debs, err := a.files(ctx, best.debs())
+	debs, err := a.files(ctx, best.Debs())
 	if err != nil {
-		return choice{}, err
+		return Choice{}, err
 	}
 	best.Image, best.Companions = debs[0], debs[1:]
 	return best, nil
 }
 
 // imagePrefix is what every image package name of the series starts with.
-func (s series) imagePrefix() string {
-	if s.split {
-		return "linux-binary-unsigned-" + s.upstream + "."
+func (s Series) imagePrefix() string {
+	if s.Split {
+		return "linux-binary-unsigned-" + s.Upstream + "."
 	}
-	return "linux-image-" + s.upstream + "."
+	return "linux-image-" + s.Upstream + "."
 }
 
 // newest returns the name whose candidate is the newest version in dpkg's
@@ -134,7 +155,7 @@ func newest(ctx context.Context, names []string, candidates map[string]string) (
 
 // candidates returns the version apt would install of each named package
 // that has one (apt-cache policy).
-func (a aptState) candidates(ctx context.Context, names []string) (map[string]string, error) {
+func (a Index) candidates(ctx context.Context, names []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(names) == 0 {
 		return out, nil
@@ -161,7 +182,7 @@ func (a aptState) candidates(ctx context.Context, names []string) (map[string]st
 
 // files fills in each package's Filename, Size and SHA256 from its record
 // (apt-cache show NAME=VERSION), in the order of pkgs.
-func (a aptState) files(ctx context.Context, pkgs []pkg) ([]pkg, error) {
+func (a Index) files(ctx context.Context, pkgs []Package) ([]Package, error) {
 	text, err := a.run(ctx, "apt-cache", "", "show", pinned(pkgs)...)
 	if err != nil {
 		return nil, err
@@ -174,7 +195,7 @@ func (a aptState) files(ctx context.Context, pkgs []pkg) ([]pkg, error) {
 				fields[key] = value
 			}
 		}
-		i := slices.IndexFunc(out, func(p pkg) bool { return p.Name == fields["Package"] && p.Version == fields["Version"] })
+		i := slices.IndexFunc(out, func(p Package) bool { return p.Name == fields["Package"] && p.Version == fields["Version"] })
 		if i < 0 {
 			continue
 		}

@@ -1,4 +1,4 @@
-package kernels
+package expect
 
 import (
 	"fmt"
@@ -7,17 +7,17 @@ import (
 	"strings"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/host/expect"
+	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
-// ExpectationTable renders what kernels/expectations says of seeds (all
+// Table renders what kernels/expectations says of seeds (all
 // when none are given) as an aligned text table: a row per kernel of the
 // file, a column per seed, each cell "present" or "absent" ("—" where the
 // file does not judge it), and a last column of the known issues of those
 // seeds the kernel is allowed. docs/verdicts.md carries it, checked by
 // TestTablesMatchExpectations.
-func ExpectationTable(seeds ...feature.Seed) (string, error) {
-	all, err := Expectations()
+func Table(seeds ...feature.Seed) (string, error) {
+	all, err := Kernels()
 	if err != nil {
 		return "", err
 	}
@@ -78,11 +78,11 @@ func cellOf(items []string) string {
 
 // expectationOrder is the catalog's order, then the file's other kernels
 // (machines' own) by name.
-func expectationOrder(all map[string]expect.Expectation) []string {
+func expectationOrder(all map[string]Expectation) []string {
 	var names []string
-	for _, s := range debianSeries {
-		if _, ok := all[s.Name]; ok {
-			names = append(names, s.Name)
+	for _, e := range kernels.Catalog() {
+		if _, ok := all[e.Name]; ok {
+			names = append(names, e.Name)
 		}
 	}
 	var rest []string

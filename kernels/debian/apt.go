@@ -1,4 +1,4 @@
-package kernels
+package debian
 
 import (
 	"bufio"
@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/xmitcheck/xmitcheck/kernels/internal/cachefile"
 )
 
 // debianSources is the machine's deb822 source list: the mirror URI is read
@@ -76,26 +79,49 @@ func isSecurity(uri, suites string) bool {
 	return suites != ""
 }
 
-// aptState is a private apt configuration and state for one suite under the
+// Index is a private apt configuration and state for one suite under the
 // cache directory; the system's sources, lists and status are never read or
 // written. One suite per state keeps every update and download small.
-type aptState struct {
+type Index struct {
 	dir   string // CacheDir/apt/SUITE
 	suite string
 }
 
-func (a aptState) listsDir() string { return filepath.Join(a.dir, "lists") }
-func (a aptState) stamp() string    { return filepath.Join(a.dir, "updated") }
+// NewIndex is the index of suite in the kernel cache at cacheDir.
+func NewIndex(cacheDir, suite string) Index {
+	return Index{dir: filepath.Join(cacheDir, "apt", suite), suite: suite}
+}
+
+// Lock creates the index's directory and locks it against other
+// xmitchecks until unlock.
+func (a Index) Lock(ctx context.Context, progress io.Writer) (unlock func(), err error) {
+	if err := os.MkdirAll(a.dir, 0o755); err != nil {
+		return nil, err
+	}
+	return cachefile.Lock(ctx, a.dir+".lock", "the "+a.suite+" package index", progress)
+}
+
+// Update runs apt-get update against the machine's Debian mirror.
+func (a Index) Update(ctx context.Context) error {
+	m, err := readMirror(debianSources)
+	if err != nil {
+		return err
+	}
+	return a.update(ctx, m)
+}
+
+func (a Index) listsDir() string { return filepath.Join(a.dir, "lists") }
+func (a Index) stamp() string    { return filepath.Join(a.dir, "updated") }
 
 // sourcesLine is the one line of the private sources.list. Validity is not
 // checked: the machine's mirror may be a snapshot, and the signature still is.
-func (a aptState) sourcesLine(m mirror) string {
+func (a Index) sourcesLine(m mirror) string {
 	return fmt.Sprintf("deb [arch=amd64 signed-by=%s check-valid-until=no] %s %s main\n", m.Keyring, m.URI, a.suite)
 }
 
 // args are the options that make apt-get and apt-cache use only this
 // state.
-func (a aptState) args() []string {
+func (a Index) args() []string {
 	opts := []string{
 		"Dir::Etc::SourceList=" + filepath.Join(a.dir, "sources.list"),
 		"Dir::Etc::SourceParts=/dev/null",
@@ -125,13 +151,13 @@ func (a aptState) args() []string {
 }
 
 // fresh says whether the suite's index was updated within indexMaxAge.
-func (a aptState) fresh() bool {
+func (a Index) fresh() bool {
 	st, err := os.Stat(a.stamp())
 	return err == nil && time.Since(st.ModTime()) < indexMaxAge
 }
 
 // update writes the sources.list and runs apt-get update.
-func (a aptState) update(ctx context.Context, m mirror) error {
+func (a Index) update(ctx context.Context, m mirror) error {
 	if err := a.init(m); err != nil {
 		return err
 	}
@@ -148,7 +174,7 @@ func (a aptState) update(ctx context.Context, m mirror) error {
 }
 
 // init creates the state's directories and its sources.list.
-func (a aptState) init(m mirror) error {
+func (a Index) init(m mirror) error {
 	for _, d := range []string{
 		filepath.Join(a.listsDir(), "partial"),
 		filepath.Join(a.dir, "cache", "archives", "partial"),
@@ -162,12 +188,12 @@ func (a aptState) init(m mirror) error {
 
 // download fetches the packages into dir with apt-get download, pinned to
 // the exact versions resolution chose.
-func (a aptState) download(ctx context.Context, dir string, pkgs []pkg) error {
+func (a Index) download(ctx context.Context, dir string, pkgs []Package) error {
 	_, err := a.run(ctx, "apt-get", dir, "download", pinned(pkgs)...)
 	return err
 }
 
-func pinned(pkgs []pkg) []string {
+func pinned(pkgs []Package) []string {
 	var out []string
 	for _, p := range pkgs {
 		out = append(out, p.Name+"="+p.Version)
@@ -177,7 +203,7 @@ func pinned(pkgs []pkg) []string {
 
 // run runs apt-get or apt-cache on this state in dir, returns its standard
 // output and turns a failure into one line: apt's own error.
-func (a aptState) run(ctx context.Context, tool, dir, command string, args ...string) ([]byte, error) {
+func (a Index) run(ctx context.Context, tool, dir, command string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, tool, append(append(a.args(), command), args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive")

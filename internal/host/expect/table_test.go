@@ -1,4 +1,4 @@
-package kernels
+package expect
 
 import (
 	"os"
@@ -12,13 +12,13 @@ import (
 
 // TestTablesMatchExpectations holds docs/verdicts.md's table of expected
 // verdicts to kernels/expectations, the one source of truth
-// (go test ./kernels -run TestTablesMatchExpectations -args -update
+// (go test ./internal/host/expect -run TestTablesMatchExpectations -args -update
 // rewrites them).
 func TestTablesMatchExpectations(t *testing.T) {
-	all, err := ExpectationTable()
+	all, err := Table()
 	assert.NilError(t, err)
 	begin, end := "<!-- expectations: begin -->\n```\n", "```\n<!-- expectations: end -->"
-	checkBlock(t, filepath.Join("..", "docs", "verdicts.md"), begin, end, all)
+	checkBlock(t, filepath.Join("..", "..", "..", "docs", "verdicts.md"), begin, end, all)
 }
 
 // checkBlock checks that path holds want between begin and the next end,
@@ -44,5 +44,5 @@ func checkBlock(t *testing.T, path, begin, end, want string) {
 		return
 	}
 	t.Errorf("%s: the table differs from kernels/expectations:\n%s\nwant:\n%s\n"+
-		"(go test ./kernels -run TestTablesMatchExpectations -args -update)", path, s[i:i+j], want)
+		"(go test ./internal/host/expect -run TestTablesMatchExpectations -args -update)", path, s[i:i+j], want)
 }

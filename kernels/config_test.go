@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
-	is "gotest.tools/v3/assert/cmp"
 )
 
 // TestBaseConfig holds base.config to what configure can merge: comments
@@ -32,14 +31,4 @@ func TestBaseConfig(t *testing.T) {
 		seen[l] = true
 	}
 	assert.Check(t, seen["CONFIG_64BIT=y"], "allnoconfig builds a 32-bit kernel without CONFIG_64BIT")
-}
-
-func TestBuildBase(t *testing.T) {
-	for in, want := range map[string]string{"": BaseMinimal, BaseMinimal: BaseMinimal, BaseDefconfig: BaseDefconfig} {
-		got, err := BuildOptions{Base: in}.base()
-		assert.NilError(t, err)
-		assert.Check(t, is.Equal(got, want))
-	}
-	_, err := BuildOptions{Base: "tiny"}.base()
-	assert.ErrorContains(t, err, `unknown config base "tiny"`)
 }

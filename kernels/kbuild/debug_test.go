@@ -1,4 +1,4 @@
-package kernels
+package kbuild
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/xmitcheck/xmitcheck/kernels"
 )
 
 func TestParseDebug(t *testing.T) {
@@ -39,7 +41,7 @@ func TestDebugConfigs(t *testing.T) {
 			}
 			assert.Check(t, line.MatchString(l), "%s.config: %q", f, l)
 			assert.Check(t, !seen[l], "%s.config: %s twice", f, l)
-			assert.Check(t, !strings.Contains(Config, l+"\n"), "%s.config: %s is kernels/config's", f, l)
+			assert.Check(t, !strings.Contains(kernels.Config, l+"\n"), "%s.config: %s is kernels/config's", f, l)
 			seen[l] = true
 		}
 		assert.Check(t, len(seen) > 0, "%s.config sets nothing", f)

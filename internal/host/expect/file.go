@@ -1,40 +1,29 @@
-package kernels
+package expect
 
 import (
 	"bufio"
-	_ "embed"
 	"fmt"
 	"maps"
 	"strings"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/host/expect"
+	"github.com/xmitcheck/xmitcheck/kernels"
 )
-
-// expectations is the expectation file: what each catalog kernel must
-// show.
-//
-//go:embed expectations
-var expectations string
 
 // ReferenceKernel is the kernel whose seeds a kernel outside the
 // expectation file is expected to show: the newest, with every merged seed.
 const ReferenceKernel = "debian:7.3"
 
-// Expectations returns every line of the expectation file, by kernel name
-// ("debian:7.3").
-func Expectations() (map[string]expect.Expectation, error) {
-	return ParseExpectations(expectations, "kernels/expectations")
+// Kernels returns every line of the expectation file (kernels/expectations,
+// as xmitcheck was built with it), by kernel name ("debian:7.3").
+func Kernels() (map[string]Expectation, error) {
+	return ParseFile(kernels.ExpectationsFile(), "kernels/expectations")
 }
 
-// ExpectationsFile is the expectation file's text, as xmitcheck was built
-// with it (an installed kselftest collection carries a copy).
-func ExpectationsFile() string { return expectations }
-
-// ParseExpectations reads an expectation file's text (file names it in
+// ParseFile reads an expectation file's text (file names it in
 // errors): one expectation per kernel name.
-func ParseExpectations(text, file string) (map[string]expect.Expectation, error) {
-	out := map[string]expect.Expectation{}
+func ParseFile(text, file string) (map[string]Expectation, error) {
+	out := map[string]Expectation{}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -42,7 +31,7 @@ func ParseExpectations(text, file string) (map[string]expect.Expectation, error)
 			continue
 		}
 		name, spec, _ := strings.Cut(line, " ")
-		e, err := expect.Parse(spec)
+		e, err := Parse(spec)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", file, n, err)
 		}
@@ -54,7 +43,7 @@ func ParseExpectations(text, file string) (map[string]expect.Expectation, error)
 	return out, nil
 }
 
-// Expect returns what k must show and where that comes from: its line in
+// Of returns what k must show and where that comes from: its line in
 // the expectation file, or, for a kernel outside it (a path, a build), the
 // seeds and known issues of ReferenceKernel, so that a kernel that lacks a
 // merged seed never passes unless the user says it may (--expect). The
@@ -63,10 +52,10 @@ func ParseExpectations(text, file string) (map[string]expect.Expectation, error)
 // it carries. It may show the known issues of any line, each an upstream
 // defect a kernel of any version can carry, and each an XFAIL only when a
 // test saw exactly it.
-func Expect(k *Kernel) (expect.Expectation, string, error) {
-	all, err := Expectations()
+func Of(k *kernels.Kernel) (Expectation, string, error) {
+	all, err := Kernels()
 	if err != nil {
-		return expect.Expectation{}, "", err
+		return Expectation{}, "", err
 	}
 	if k.Host {
 		return unjudged(all, "kernels/expectations"), unjudgedSource("kernels/expectations"), nil
@@ -77,24 +66,24 @@ func Expect(k *Kernel) (expect.Expectation, string, error) {
 	ref := all[ReferenceKernel]
 	source := "the seeds and known issues of " + ReferenceKernel +
 		" (not in kernels/expectations; --expect says otherwise)"
-	return expect.Expectation{Seeds: ref.Seeds, Known: ref.Known}, source, nil
+	return Expectation{Seeds: ref.Seeds, Known: ref.Known}, source, nil
 }
 
-// ExpectRunning is what the running kernel must show when the suites run
+// Running is what the running kernel must show when the suites run
 // outside xmitcheck's runner (an installed kselftest collection), by the
 // expectation file's text (file names it): the line of name, a catalog
 // name the caller gives ("" for none), else of the catalog kernel its
-// release is (NameOfRelease), else none: then, as for --kernel host, no
+// release is (kernels.NameOfRelease), else none: then, as for --kernel host, no
 // seed is judged and the known issues of every line are allowed. It
 // returns the name it took ("" for none) and where e comes from.
-func ExpectRunning(text, file, name, release string) (e expect.Expectation, source, took string, err error) {
-	all, err := ParseExpectations(text, file)
+func Running(text, file, name, release string) (e Expectation, source, took string, err error) {
+	all, err := ParseFile(text, file)
 	if err != nil {
-		return expect.Expectation{}, "", "", err
+		return Expectation{}, "", "", err
 	}
 	how := "named by the caller"
 	if name == "" {
-		name, _ = NameOfRelease(release)
+		name, _ = kernels.NameOfRelease(release)
 		how = "the catalog kernel of release " + release
 	}
 	if name == "" {
@@ -102,7 +91,7 @@ func ExpectRunning(text, file, name, release string) (e expect.Expectation, sour
 	}
 	e, ok := all[name]
 	if !ok {
-		return expect.Expectation{}, "", "", fmt.Errorf("%s has no line for %s (%s): name a kernel it has, "+
+		return Expectation{}, "", "", fmt.Errorf("%s has no line for %s (%s): name a kernel it has, "+
 			"or none to judge no seed", file, name, how)
 	}
 	return e, file + " (" + name + ", " + how + ")", name, nil
@@ -110,8 +99,8 @@ func ExpectRunning(text, file, name, release string) (e expect.Expectation, sour
 
 // unjudged is the running kernel's expectation: no seed judged, the known
 // issues of every line allowed (upstream defects any kernel may carry).
-func unjudged(all map[string]expect.Expectation, file string) expect.Expectation {
-	e := expect.Expectation{Known: map[feature.Issue]bool{}}
+func unjudged(all map[string]Expectation, file string) Expectation {
+	e := Expectation{Known: map[feature.Issue]bool{}}
 	for _, x := range all {
 		maps.Copy(e.Known, x.Known)
 	}

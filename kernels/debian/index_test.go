@@ -1,4 +1,4 @@
-package kernels
+package debian
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func TestPickFromRecordedIndex(t *testing.T) {
 			[]string{"linux-modules-7.3.4+deb13-cloud-amd64", "linux-base-7.3.4+deb13-cloud-amd64"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, ok := lookupSeries(tc.name)
+			s, ok := Lookup(tc.name)
 			assert.Assert(t, ok)
 			c, err := s.pick(context.Background(), recordedState(t, s.Suite))
 			assert.NilError(t, err)
@@ -61,7 +61,7 @@ func TestPickFromRecordedIndex(t *testing.T) {
 				assert.Check(t, is.Equal(p.Version, tc.version), "%s", p.Name)
 			}
 			assert.Check(t, is.DeepEqual(got, tc.companions))
-			for _, p := range c.debs() {
+			for _, p := range c.Debs() {
 				pool := "pool/main/l/linux/" + p.Name + "_"
 				assert.Check(t, strings.HasPrefix(p.Filename, pool), "%s: Filename %q", p.Name, p.Filename)
 				assert.Check(t, is.Len(p.SHA256, 64), "%s", p.Name)
@@ -74,7 +74,7 @@ func TestPickFromRecordedIndex(t *testing.T) {
 // TestPickSplitNewestOfSeveral picks the 7.2 series out of trixie-backports,
 // which holds 7.2.6, 7.2.9, 7.2.11 and 7.2.12 (7.2.9 sorts last as a string).
 func TestPickSplitNewestOfSeveral(t *testing.T) {
-	s := series{Entry: Entry{Name: "test:7.2", Suite: "trixie-backports"}, upstream: "7.2", flavour: "amd64", split: true}
+	s := Series{Name: "test:7.2", Suite: "trixie-backports", Upstream: "7.2", Flavour: "amd64", Split: true}
 	a := recordedState(t, s.Suite)
 	c, err := s.pick(context.Background(), a)
 	assert.NilError(t, err)
@@ -83,7 +83,7 @@ func TestPickSplitNewestOfSeveral(t *testing.T) {
 	assert.Check(t, is.Len(c.Companions, 2))
 
 	// The recorded SHA256 and size of the 7.3 image, as the index has them.
-	s73, _ := lookupSeries("debian:7.3")
+	s73, _ := Lookup("debian:7.3")
 	c73, err := s73.pick(context.Background(), a)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(c73.Image.SHA256, "f7192653d0b077ddb7059842822a9f4dc28395ec9e5fd2fc31064cc3b1ed3edb"))
@@ -92,7 +92,7 @@ func TestPickSplitNewestOfSeveral(t *testing.T) {
 
 func TestPickErrors(t *testing.T) {
 	ctx := context.Background()
-	s73, _ := lookupSeries("debian:7.3")
+	s73, _ := Lookup("debian:7.3")
 	_, err := s73.pick(ctx, recordedState(t, "trixie-backports", "linux-base-7.3.4+deb13-amd64"))
 	assert.ErrorContains(t, err, "has no linux-base-7.3.4+deb13-amd64 of the same version")
 
@@ -125,12 +125,12 @@ func TestNewerVersion(t *testing.T) {
 // recordedState is a private apt state for suite whose lists are the
 // recorded indexes of testdata/index, without the stanzas of the packages
 // named in drop; apt reads them as they are, nothing is fetched.
-func recordedState(t *testing.T, suite string, drop ...string) aptState {
+func recordedState(t *testing.T, suite string, drop ...string) Index {
 	t.Helper()
 	needApt(t)
 	m, err := readMirror("testdata/debian.sources")
 	assert.NilError(t, err)
-	a := aptState{dir: t.TempDir(), suite: suite}
+	a := Index{dir: t.TempDir(), suite: suite}
 	assert.NilError(t, a.init(m))
 	paths, err := filepath.Glob("testdata/index/*_dists_" + suite + "_main_binary-amd64_Packages*")
 	assert.NilError(t, err)
@@ -173,7 +173,7 @@ func TestReadMirror(t *testing.T) {
 	want := mirror{URI: "http://mirror.invalid/debian", Keyring: "/usr/share/keyrings/test-keyring.gpg"}
 	assert.Check(t, is.DeepEqual(m, want))
 
-	a := aptState{dir: "/cache/apt/trixie-backports", suite: "trixie-backports"}
+	a := Index{dir: "/cache/apt/trixie-backports", suite: "trixie-backports"}
 	assert.Check(t, is.Equal(a.sourcesLine(m),
 		"deb [arch=amd64 signed-by=/usr/share/keyrings/test-keyring.gpg check-valid-until=no] "+
 			"http://mirror.invalid/debian trixie-backports main\n"))
@@ -190,20 +190,20 @@ func TestReadMirror(t *testing.T) {
 // read, so nothing reaches the network) is used with a note.
 func TestPickFromIndexFreshness(t *testing.T) {
 	a := recordedState(t, "trixie-backports")
-	s73, _ := lookupSeries("debian:7.3")
+	s73, _ := Lookup("debian:7.3")
 	defer func(path string) { debianSources = path }(debianSources)
 	debianSources = "testdata/nonexistent.sources"
 
 	assert.NilError(t, os.WriteFile(a.stamp(), nil, 0o644))
 	var progress bytes.Buffer
-	c, err := pickFromIndex(context.Background(), s73, a, &progress)
+	c, err := a.Pick(context.Background(), s73, &progress)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(c.Image.Version, "7.3.4-1~bpo13+1"))
 	assert.Check(t, is.Equal(progress.String(), ""), "a fresh index was updated")
 
 	old := time.Now().Add(-2 * time.Hour)
 	assert.NilError(t, os.Chtimes(a.stamp(), old, old))
-	c, err = pickFromIndex(context.Background(), s73, a, &progress)
+	c, err = a.Pick(context.Background(), s73, &progress)
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(c.Image.Version, "7.3.4-1~bpo13+1"))
 	assert.Check(t, is.Contains(progress.String(), "updating the package index of trixie-backports…"))
@@ -211,6 +211,6 @@ func TestPickFromIndexFreshness(t *testing.T) {
 
 	// No index at all and no update: the update's error.
 	empty := recordedState(t, "buster")
-	_, err = pickFromIndex(context.Background(), s73, empty, nil)
+	_, err = empty.Pick(context.Background(), s73, nil)
 	assert.Check(t, is.ErrorContains(err, "reading the Debian mirror from testdata/nonexistent.sources"))
 }

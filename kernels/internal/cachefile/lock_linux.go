@@ -1,4 +1,4 @@
-package kernels
+package cachefile
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lock takes an exclusive flock on path, waiting until ctx is done while
+// Lock takes an exclusive flock on path, waiting until ctx is done while
 // another process holds it. The kernel drops the lock when the process dies,
 // so a killed run never leaves it taken.
-func lock(ctx context.Context, path, what string, progress io.Writer) (unlock func(), err error) {
+func Lock(ctx context.Context, path, what string, progress io.Writer) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)
@@ -30,7 +30,7 @@ func lock(ctx context.Context, path, what string, progress io.Writer) (unlock fu
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		if !waited {
-			note(progress, "waiting for another xmitcheck that holds %s (%s)…", what, path)
+			Note(progress, "waiting for another xmitcheck that holds %s (%s)…", what, path)
 		}
 		select {
 		case <-ctx.Done():
