@@ -18,7 +18,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 const (
@@ -122,8 +122,8 @@ func detachRace(t *testing.T, lastTry bool) (void bool) {
 		t.Logf("%s: the owner check cannot be judged", why)
 		return true
 	}
-	// vhost calls tun_wake_queue() once per batch of up to guest.Batch.
-	c := tunwake.CheckOwners(t, owners, (last.got+guest.Batch-1)/guest.Batch)
+	// vhost calls tun_wake_queue() once per batch of up to vhostnet.Batch.
+	c := tunwake.CheckOwners(t, owners, (last.got+vhostnet.Batch-1)/vhostnet.Batch)
 	if c.Stale > 0 && !t.Failed() {
 		observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf(
 			"queue detach raced: %d wakes asked for by vhost on a file without its slot, none woke the subqueue", c.Stale))

@@ -3,7 +3,7 @@
 // with IFF_BACKPRESSURE and a qdisc, a tap whose ring is full stops its txq
 // instead of dropping, and vhost-net, which takes the ring's entries in
 // batches of up to 64, wakes it by tun's rule: ring/2 consumed since the
-// stop, or the ring empty. A userspace vhost-net guest (internal/guest/vhost)
+// stop, or the ring empty. A userspace vhost-net guest (internal/guest/vhostnet)
 // plays the VM, so each test decides when the guest posts buffers.
 //
 // TestBackpressure holds the kernel to tapModel after every batch;

@@ -21,7 +21,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 const (
@@ -45,7 +45,7 @@ const (
 	busyPoll = 200
 )
 
-// smallRings are the rings raced: one vhost batch (up to guest.Batch
+// smallRings are the rings raced: one vhost batch (up to vhostnet.Batch
 // entries) empties any of them.
 var smallRings = []int{1, 2, 4}
 
@@ -59,7 +59,7 @@ var smallRingPolls = []uint32{0, busyPoll}
 // produce filled the ring, then, after smp_mb__after_atomic(), looks at the
 // ring again and wakes the queue over a free slot. vhost's handle_rx() takes
 // the ring's entries in vhost_net_buf_produce(): under the consumer lock,
-// __ptr_ring_consume_batched() moves up to guest.Batch of them into vhost's
+// __ptr_ring_consume_batched() moves up to vhostnet.Batch of them into vhost's
 // own batch, then tun_wake_queue(file, n) → __tun_wake_queue(tun, tfile, n)
 // issues smp_mb() and, only if the queue is stopped, adds n to cons_cnt and
 // wakes at ring/2 or an empty ring (in 7.3 this is the wake's only vhost
@@ -287,7 +287,7 @@ func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, l
 // the receiver checks each frame and the order of each stream. Ring and
 // receiver are its own until close.
 type consumer struct {
-	g    *guest.Net
+	g    *vhostnet.Net
 	rv   *receiver
 	got  atomic.Uint64 // frames received
 	idle atomic.Uint64 // polls that got nothing while vhost held posted buffers
@@ -302,7 +302,7 @@ type consumer struct {
 
 // startGuest starts the consumer of guest g, whose frames rv checks, on
 // cpu, pausing for pause after each poll that got nothing.
-func startGuest(t *testing.T, g *guest.Net, rv *receiver, cpu int, pause time.Duration) *consumer {
+func startGuest(t *testing.T, g *vhostnet.Net, rv *receiver, cpu int, pause time.Duration) *consumer {
 	c := &consumer{g: g, rv: rv, pause: pause, done: make(chan error, 1)}
 	t.Cleanup(func() { c.close() })
 	go func() {

@@ -8,7 +8,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/rounds"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 	"github.com/xmitcheck/xmitcheck/internal/guest/vmpath"
 )
 
@@ -28,7 +28,7 @@ import (
 // /dev/vhost-net).
 func BenchmarkTCPStreams(b *testing.B) {
 	observe.Probe(b, feature.IFFBackpressure, tuntap.ProbeBackpressure())
-	observe.Probe(b, feature.VhostNet, guest.Probe())
+	observe.Probe(b, feature.VhostNet, vhostnet.Probe())
 	stock := vmpath.Config{Consumer: vmpath.VhostNet, Offload: true}
 	patched := stock
 	patched.Backpressure = true
