@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -82,7 +81,7 @@ func raceSmallRing(t *testing.T, ring int) {
 	ctx, cancel := context.WithTimeout(t.Context(), kcsan.For(smallRingFor))
 	defer cancel()
 	start := time.Now()
-	sendErr := sr.startSender(ctx, where.senders[0])
+	sendErr := traffic.SendOn(ctx, sr.s, where.senders[0], &sr.sent)
 	st, suspects := sr.watch(t, ctx, start)
 	cancel()
 	took := time.Since(start)
@@ -110,29 +109,6 @@ type smallRacer struct {
 	p     *poller
 	burst func() (uint64, error)
 	sent  atomic.Uint64
-}
-
-// startSender sends batches from the fill's sender, on cpu, until ctx
-// ends; the channel gets its error when it stops.
-func (sr *smallRacer) startSender(ctx context.Context, cpu int) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		// Returns with the thread locked: the runtime ends it.
-		if err := cpus.Pin(cpu); err != nil {
-			done <- err
-			return
-		}
-		for ctx.Err() == nil {
-			r, err := sr.s.Send(traffic.Batch)
-			sr.sent.Add(r.Handed())
-			if err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	return done
 }
 
 // look is one look at the tap: its counters, the QDISC_BURST_DROP frames,
@@ -200,10 +176,7 @@ func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, l
 type poller struct {
 	r     *traffic.Reader
 	empty atomic.Uint64 // reads that found the ring empty
-	stop  atomic.Bool
-	done  chan error
-	once  sync.Once
-	err   error
+	loop  *cpus.Loop
 }
 
 // pollerYield is how many reads go raw between two through the runtime,
@@ -216,23 +189,18 @@ func startPoller(t *testing.T, f *os.File, cpu int) *poller {
 	fd, derr := -1, error(nil)
 	assert.NilError(t, rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }))
 	assert.NilError(t, derr, "dup %s", f.Name())
-	p := &poller{r: traffic.NewReader(nil), done: make(chan error, 1)}
-	t.Cleanup(func() { p.close() })
-	go func() {
-		defer unix.Close(fd)
-		// Returns with the thread locked: the runtime ends it.
-		if err := cpus.Pin(cpu); err != nil {
-			p.done <- err
-			return
-		}
-		p.done <- p.loop(fd, f.Name())
-	}()
+	p := &poller{r: traffic.NewReader(nil)}
+	p.loop = cpus.Start(cpu, func(stopped func() bool) error { return p.poll(fd, f.Name(), stopped) })
+	t.Cleanup(func() {
+		p.close()
+		unix.Close(fd)
+	})
 	return p
 }
 
-func (p *poller) loop(fd int, name string) error {
+func (p *poller) poll(fd int, name string, stopped func() bool) error {
 	buf := make([]byte, 65536)
-	for i := 0; !p.stop.Load(); i++ {
+	for i := 0; !stopped(); i++ {
 		read := syscall.RawSyscall
 		if i%pollerYield == 0 {
 			read = syscall.Syscall
@@ -254,10 +222,14 @@ func (p *poller) loop(fd int, name string) error {
 
 // close stops the reader and returns its error; later calls return the
 // same.
-func (p *poller) close() error {
-	p.once.Do(func() {
-		p.stop.Store(true)
-		p.err = <-p.done
-	})
-	return p.err
+func (p *poller) close() error { return p.loop.Stop() }
+
+// Got is how many frames the reader read so far (taprace.Consumer).
+func (p *poller) Got() uint64 { return p.r.Total() }
+
+// Stop stops the reader and returns every frame it read, and its error
+// (taprace.Consumer).
+func (p *poller) Stop() (uint64, error) {
+	err := p.close()
+	return p.r.Total(), err
 }

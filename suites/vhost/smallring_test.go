@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,7 +112,7 @@ func raceSmallRing(t *testing.T, ring int, poll uint32) {
 	ctx, cancel := context.WithTimeout(t.Context(), kcsan.For(smallRingFor))
 	defer cancel()
 	start := time.Now()
-	sendErr := sr.startSender(ctx, sendCPU)
+	sendErr := traffic.SendOn(ctx, sr.s, sendCPU, &sr.sent)
 	st, suspects := sr.watch(t, ctx, start)
 	cancel()
 	raced := time.Since(start)
@@ -161,29 +160,6 @@ type smallRacer struct {
 	burst  func() uint64
 	sent   atomic.Uint64
 	probed uint64 // frames the ring probe read from the tap
-}
-
-// startSender sends batches until ctx ends, on cpu; the channel gets its
-// error when it stops.
-func (sr *smallRacer) startSender(ctx context.Context, cpu int) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		// Returns with the thread locked: the runtime ends it.
-		if err := cpus.Pin(cpu); err != nil {
-			done <- err
-			return
-		}
-		for ctx.Err() == nil {
-			res, err := sr.s.Send(traffic.Batch)
-			sr.sent.Add(res.Handed())
-			if err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	return done
 }
 
 // look is one look at the tap: its counters, the QDISC_BURST_DROP frames,
@@ -291,33 +267,23 @@ type consumer struct {
 	rv   *receiver
 	got  atomic.Uint64 // frames received
 	idle atomic.Uint64 // polls that got nothing while vhost held posted buffers
-	stop atomic.Bool
 	// pause, when set, is how long the guest sleeps after a poll that got
 	// nothing: a guest that need not be in a window leaves the CPU to vhost.
 	pause time.Duration
-	done  chan error
-	once  sync.Once
-	err   error
+	loop  *cpus.Loop
 }
 
 // startGuest starts the consumer of guest g, whose frames rv checks, on
 // cpu, pausing for pause after each poll that got nothing.
 func startGuest(t *testing.T, g *vhostnet.Net, rv *receiver, cpu int, pause time.Duration) *consumer {
-	c := &consumer{g: g, rv: rv, pause: pause, done: make(chan error, 1)}
+	c := &consumer{g: g, rv: rv, pause: pause}
+	c.loop = cpus.Start(cpu, c.poll)
 	t.Cleanup(func() { c.close() })
-	go func() {
-		// Returns with the thread locked: the runtime ends it.
-		if err := cpus.Pin(cpu); err != nil {
-			c.done <- err
-			return
-		}
-		c.done <- c.loop()
-	}()
 	return c
 }
 
-func (c *consumer) loop() error {
-	for !c.stop.Load() {
+func (c *consumer) poll(stopped func() bool) error {
+	for !stopped() {
 		if free := c.g.RX.Free(); free > 0 {
 			if _, err := c.g.Post(free); err != nil {
 				return err
@@ -344,10 +310,14 @@ func (c *consumer) loop() error {
 
 // close stops the guest and returns its error; later calls return the
 // same.
-func (c *consumer) close() error {
-	c.once.Do(func() {
-		c.stop.Store(true)
-		c.err = <-c.done
-	})
-	return c.err
+func (c *consumer) close() error { return c.loop.Stop() }
+
+// Got is how many frames the guest received so far (taprace.Consumer).
+func (c *consumer) Got() uint64 { return c.got.Load() }
+
+// Stop stops the guest and returns every frame its receiver got, and its
+// error (taprace.Consumer).
+func (c *consumer) Stop() (uint64, error) {
+	err := c.close()
+	return c.rv.got, err
 }
