@@ -1,12 +1,10 @@
 package tun
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/taprace"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
@@ -60,9 +58,9 @@ func newDetachTap(t *testing.T) taprace.DetachTap {
 		Senders: []*traffic.Sender{m.sender(t, 0), m.sender(t, 1)},
 		Freed:   m.freed(t),
 		Consume: func(q, cpu int) taprace.Consumer { return startPoller(t, m.q[q].File, cpu) },
-		Counters: func() (counters.Accounting, fmt.Stringer, error) {
+		Read: func() (taprace.Counted, error) {
 			st, err := m.state()
-			return account(0, 0, st, 0), st, err
+			return taprace.Counted{Ledger: account(0, 0, st, 0), Delivered: st.Link.TxPackets, State: st}, err
 		},
 	}
 }

@@ -1,12 +1,10 @@
 package vhost
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/taprace"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
@@ -74,9 +72,9 @@ func newDetachTap(t *testing.T) taprace.DetachTap {
 			rv.anyOrder = true
 			return startGuest(t, r.guests[q], rv, cpu, detachRacePause)
 		},
-		Counters: func() (counters.Accounting, fmt.Stringer, error) {
+		Read: func() (taprace.Counted, error) {
 			st, err := r.state()
-			return account(0, 0, st), st, err
+			return taprace.Counted{Ledger: account(0, 0, st), Delivered: st.Link.TxPackets, State: st}, err
 		},
 	}
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
-	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/kcsan"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/taprace"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
 	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
@@ -104,41 +104,42 @@ func raceSmallRing(t *testing.T, ring int, poll uint32) {
 	assert.NilError(t, r.guests[0].SetBusyPoll(poll))
 	sendCPU, err := smallRingSender()
 	assert.NilError(t, err)
-	sr := &smallRacer{rig: r, burst: r.watchBurstDrops(), s: r.sender(0)}
+	burst := r.watchBurstDrops()
+	sr := &taprace.SmallRing{
+		Sender: r.sender(0), SenderCPU: sendCPU,
+		Read:  r.counted,
+		Burst: func() (uint64, error) { return burst(), nil },
+		Every: suspectEvery, Bound: stallBound, Limit: wait,
+	}
 	tr := tunwake.Trace(t, int(r.e.NS), r.link.Attrs().Index)
-	sr.c = startGuest(t, r.guests[0], r.receiver(false), sendCPU, smallRingPause)
+	sr.Consumer = startGuest(t, r.guests[0], r.receiver(false), sendCPU, smallRingPause)
 	watched := kcsan.Watch(t, feature.Seed000Vhost)
 
-	ctx, cancel := context.WithTimeout(t.Context(), kcsan.For(smallRingFor))
-	defer cancel()
-	start := time.Now()
-	sendErr := traffic.SendOn(ctx, sr.s, sendCPU, &sr.sent)
-	st, suspects := sr.watch(t, ctx, start)
-	cancel()
-	raced := time.Since(start)
-	assert.NilError(t, <-sendErr)
+	res := sr.Race(t, kcsan.For(smallRingFor))
+	st, start := res.Stall, res.Start
 
 	if st == nil {
-		st = sr.drain(t)
+		st = drain(t, sr)
 	}
 	var empty string
 	if st != nil {
-		empty = sr.probeRing(t)
+		empty = probeRing(t, sr, r.taps[0])
 	}
-	l, last := sr.settle(t, st != nil)
-	secs := raced.Seconds()
+	l, last := sr.Settle(t, st != nil)
+	secs := res.Took.Seconds()
 	t.Logf("ring=%d, poll=%dus: %.0f sent/s, %.0f received/s, %d idle polls; "+
 		"%d windows of %v without delivery that moved again; %v",
-		ring, poll, float64(l.Sent)/secs, float64(l.Received)/secs, last.idle, suspects, suspectEvery, l)
+		ring, poll, float64(l.Sent)/secs, float64(l.Received)/secs, last.Idle, res.Suspects, suspectEvery, l)
 	// The stall last: the judge quotes a failed test's last line.
-	w := tunwake.CheckDrops(t, tr, last.Link.TxDropped, l)
+	w := tunwake.CheckDrops(t, tr, last.Ledger.DeviceDrops, l)
 	watched(w.All)
 	assert.Check(t, l.Balanced(), "%v", l)
 	if st != nil {
 		t.Errorf("stall (ring=%d, poll=%dus): nothing delivered for %v with the guest holding buffers (%d idle polls), %s, "+
 			"the qdisc holding %d, from %v into the race, seen at %v%s; %v; %v",
-			ring, poll, st.seen.Sub(st.since).Round(time.Millisecond), st.obs.idle-st.from.idle, empty, st.obs.Qdisc.Qlen,
-			st.since.Sub(start).Round(time.Millisecond), st.seen.Sub(start).Round(time.Millisecond), st.when, st.obs.state, l)
+			ring, poll, st.Seen.Sub(st.Since).Round(time.Millisecond), st.Obs.Idle-st.From.Idle, empty,
+			st.Obs.Ledger.QdiscBacklog, st.Since.Sub(start).Round(time.Millisecond),
+			st.Seen.Sub(start).Round(time.Millisecond), st.When, st.Obs.State, l)
 	}
 }
 
@@ -152,73 +153,28 @@ func smallRingSender() (int, error) {
 	return all[0], nil
 }
 
-// smallRacer is TestRaceSmallRing's rig with its sender and its guest.
-type smallRacer struct {
-	*rig
-	s      *traffic.Sender
-	c      *consumer
-	burst  func() uint64
-	sent   atomic.Uint64
-	probed uint64 // frames the ring probe read from the tap
-}
-
-// look is one look at the tap: its counters, the QDISC_BURST_DROP frames,
-// and the guest's frames and idle polls.
-type look struct {
-	state
-	burst, got, idle uint64
-}
-
-func (sr *smallRacer) look() (look, error) {
-	s, err := sr.state()
-	return look{state: s, burst: sr.burst(), got: sr.c.got.Load() + sr.probed, idle: sr.c.idle.Load()}, err
-}
-
-// ledger is the ledger of a look, every frame either delivered, dropped or
-// in the qdisc.
-func (sr *smallRacer) ledger(l look) counters.Accounting {
-	return dropmon.BookBurst(account(sr.sent.Load(), l.got, l.state), l.burst)
-}
-
-// stall is a queue seen stalled: nothing delivered since since (the last
-// window that delivered), seen at seen; from is the look that raised the
-// suspicion, obs the last one.
-type stall struct {
-	since, seen time.Time
-	from, obs   look
-	when        string // while draining: after the race
-}
-
-// watch is counters.WatchStall over the tap: delivery is tx_packets, the
-// consumer's empty polls are the guest's (buffers posted, nothing received).
-func (sr *smallRacer) watch(t *testing.T, ctx context.Context, start time.Time) (*stall, int) {
-	progress := func(l look) counters.Progress {
-		return counters.Progress{Delivered: l.Link.TxPackets, Held: l.Qdisc.Qlen, Idle: l.idle}
-	}
-	st, suspects, err := counters.WatchStall(ctx, start, suspectEvery, stallBound, sr.look, progress, t.Logf)
-	assert.NilError(t, err)
-	if st == nil {
-		return nil, suspects
-	}
-	return &stall{since: st.Since, seen: st.Seen, from: st.From, obs: st.Obs}, suspects
+// counted reads the tap's and its qdisc's counters for taprace.
+func (r *rig) counted() (taprace.Counted, error) {
+	st, err := r.state()
+	return taprace.Counted{Ledger: account(0, 0, st), Delivered: st.Link.TxPackets, State: st}, err
 }
 
 // drain waits, after the race, until the qdisc is empty, as long as each
 // stallBound delivers something. A queue that delivers nothing for
 // stallBound while the guest polls and the qdisc holds frames stalled too
-// late in the race for watch to tell, or after it (the qdisc's runs still
-// race vhost), and drain returns it.
-func (sr *smallRacer) drain(t *testing.T) *stall {
-	cur, err := sr.look()
+// late in the race for the watch to tell, or after it (the qdisc's runs
+// still race vhost), and drain returns it.
+func drain(t *testing.T, sr *taprace.SmallRing) *taprace.Stall {
+	cur, err := sr.Look()
 	assert.NilError(t, err)
 	since := time.Now()
-	for cur.Qdisc.Qlen > 0 {
-		moved := func(l look) bool { return l.Qdisc.Qlen == 0 || l.Link.TxPackets > cur.Link.TxPackets }
-		got, err := counters.WaitFor(context.Background(), stallBound, sr.look, moved)
-		if err != nil && got.Qdisc.Qlen > 0 && got.idle > cur.idle {
-			return &stall{since: since, seen: time.Now(), from: cur, obs: got, when: " while the qdisc drained"}
+	for cur.Ledger.QdiscBacklog > 0 {
+		moved := func(l taprace.SmallLook) bool { return l.Ledger.QdiscBacklog == 0 || l.Delivered > cur.Delivered }
+		got, err := counters.WaitFor(context.Background(), stallBound, sr.Look, moved)
+		if err != nil && got.Ledger.QdiscBacklog > 0 && got.Idle > cur.Idle {
+			return &taprace.Stall{Since: since, Seen: time.Now(), From: cur, Obs: got, When: " while the qdisc drained"}
 		}
-		assert.NilError(t, err, "the qdisc draining after the race (the guest polled %d times)", got.idle-cur.idle)
+		assert.NilError(t, err, "the qdisc draining after the race (the guest polled %d times)", got.Idle-cur.Idle)
 		cur, since = got, time.Now()
 	}
 	return nil
@@ -227,8 +183,8 @@ func (sr *smallRacer) drain(t *testing.T) *stall {
 // probeRing reads the tap once, non-blocking, through tun's read(2) path:
 // EAGAIN says the stalled queue's ring is empty. A frame read is counted
 // as delivered; it would mean vhost left frames in the ring.
-func (sr *smallRacer) probeRing(t *testing.T) string {
-	rc, err := sr.taps[0].SyscallConn()
+func probeRing(t *testing.T, sr *taprace.SmallRing, tap *tuntap.Device) string {
+	rc, err := tap.SyscallConn()
 	assert.NilError(t, err)
 	buf := make([]byte, 65536)
 	var rerr error
@@ -239,22 +195,8 @@ func (sr *smallRacer) probeRing(t *testing.T) string {
 	case rerr != nil:
 		t.Fatalf("read the tap: %v", rerr)
 	}
-	sr.probed++
+	sr.Others++
 	return "the ring holding a frame vhost did not take (a read of the tap got it)"
-}
-
-// settle waits until every frame sent is accounted for, the qdisc empty
-// unless the queue stalled (then its backlog is the frames still queued),
-// stops the guest and returns the ledger and the last look.
-func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, look) {
-	last, werr := counters.WaitFor(context.Background(), wait, sr.look, func(l look) bool {
-		return (stalled || l.Qdisc.Qlen == 0) && sr.ledger(l).Balanced()
-	})
-	assert.NilError(t, sr.c.close())
-	last.got = sr.c.rv.got + sr.probed
-	l := sr.ledger(last)
-	assert.NilError(t, werr, "every frame accounted after the sender stopped; %v", l)
-	return l, last
 }
 
 // consumer is the guest: pinned to a CPU, it reposts every free RX buffer
@@ -321,3 +263,7 @@ func (c *consumer) Stop() (uint64, error) {
 	err := c.close()
 	return c.rv.got, err
 }
+
+// Idle is how many polls got nothing while vhost held posted buffers, so
+// far (taprace.Poller).
+func (c *consumer) Idle() uint64 { return c.idle.Load() }

@@ -55,9 +55,8 @@ type DetachTap struct {
 	Freed       *dropmon.Freed
 	// Consume starts a consumer of queue file q on cpu.
 	Consume func(q, cpu int) Consumer
-	// Counters reads the tap's and its qdisc's counters into a ledger (its
-	// Sent and Received left to the race), and the state they came from.
-	Counters func() (counters.Accounting, fmt.Stringer, error)
+	// Read reads the tap's and its qdisc's counters.
+	Read func() (Counted, error)
 }
 
 // Run races d in t.
@@ -74,13 +73,12 @@ func (d Detach) Run(t *testing.T) {
 
 // detachLook is one look at the tap during a try.
 type detachLook struct {
-	counted counters.Accounting
-	state   fmt.Stringer
-	freed   dropmon.FreedCount
-	got     uint64
+	Counted
+	freed dropmon.FreedCount
+	got   uint64
 }
 
-func (l detachLook) String() string { return l.state.String() }
+func (l detachLook) String() string { return l.State.String() }
 
 // try is one try on a rig of its own. A try whose tracer missed events is
 // void (it returns true) unless it is the last; what it did to the frames
@@ -106,21 +104,21 @@ func (d Detach) try(t *testing.T, lastTry bool) (void bool) {
 	assert.NilError(t, err)
 
 	ledger := func(l detachLook) counters.Accounting {
-		a := l.counted
+		a := l.Ledger
 		a.Sent, a.Received = sent.Load(), l.got
 		return dropmon.BookFreed(a, l.freed,
 			"rings purged at detach, txq 1's qdisc reset with one queue left, QDISC_BURST_DROP")
 	}
 	look := func() (detachLook, error) {
-		a, st, err := m.Counters()
+		c, err := m.Read()
 		if err != nil {
 			return detachLook{}, err
 		}
 		f, err := m.Freed.Count()
-		return detachLook{a, st, f, consumers[0].Got() + consumers[1].Got()}, err
+		return detachLook{c, f, consumers[0].Got() + consumers[1].Got()}, err
 	}
 	last, werr := counters.WaitFor(context.Background(), d.Limit, look, func(l detachLook) bool {
-		return l.counted.QdiscBacklog == 0 && ledger(l).Balanced()
+		return l.Ledger.QdiscBacklog == 0 && ledger(l).Balanced()
 	})
 	last.got = 0
 	for _, c := range consumers {
