@@ -107,16 +107,11 @@ func (s *stopped) ledger(why string, held int) counters.Accounting {
 // drops them, no queue being attached (DEV_READY), or the device frees
 // them as it goes.
 func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*vhostnet.Net) error) {
-	r := newRigIn(t, e, teardownSetup)
-	s := stop(t, r, 0, r.sender(0))
-	counters.Bounded(t, wait, what, func() error { return release(r.guests[0]) })
-	s.holdStopped(what, 0)
-
-	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
-	r.linkGone()
-	const why = "ring and vhost's batch purged at close; " +
-		"the qdisc's frames dropped by tun (DEV_READY) or freed with the device"
-	s.freedAll(t, why, 0)
+	releaseInTwo(t, e,
+		step{what, func(r *rig) error { return release(r.guests[0]) }}, what,
+		step{"close the queue file", func(r *rig) error { return r.taps[0].Close() }},
+		"ring and vhost's batch purged at close; "+
+			"the qdisc's frames dropped by tun (DEV_READY) or freed with the device")
 }
 
 // closeQueue closes the queue file while vhost holds it: vhost's own
@@ -127,15 +122,33 @@ func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*vhostn
 // frames are dropped by tun, no queue being attached (DEV_READY), or freed
 // with the device.
 func closeQueue(t *testing.T, e *netenv.Env) {
+	releaseInTwo(t, e,
+		step{"close the queue file", func(r *rig) error { return r.taps[0].Close() }},
+		"close the queue file vhost holds (the tap still there)",
+		step{"close the vhost-net file", func(r *rig) error { return r.guests[0].Close() }},
+		"ring and vhost's batch purged at vhost's release; "+
+			"the qdisc's frames dropped by tun (DEV_READY) or freed with the device")
+}
+
+// step is one step of a teardown: what it does, as its bound names it,
+// and how, on the rig.
+type step struct {
+	what string
+	do   func(r *rig) error
+}
+
+// releaseInTwo stops the queue of a new rig in e and takes first, after
+// which the queue stays stopped and nothing is freed (held names the
+// state), then second, after which the tap is gone and every frame the
+// guest did not get was freed once, for why.
+func releaseInTwo(t *testing.T, e *netenv.Env, first step, held string, second step, why string) {
 	r := newRigIn(t, e, teardownSetup)
 	s := stop(t, r, 0, r.sender(0))
-	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
-	s.holdStopped("close the queue file vhost holds (the tap still there)", 0)
+	counters.Bounded(t, wait, first.what, func() error { return first.do(r) })
+	s.holdStopped(held, 0)
 
-	counters.Bounded(t, wait, "close the vhost-net file", r.guests[0].Close)
+	counters.Bounded(t, wait, second.what, func() error { return second.do(r) })
 	r.linkGone()
-	const why = "ring and vhost's batch purged at vhost's release; " +
-		"the qdisc's frames dropped by tun (DEV_READY) or freed with the device"
 	s.freedAll(t, why, 0)
 }
 
