@@ -84,6 +84,7 @@ func (l detachLook) String() string { return l.State.String() }
 // void (it returns true) unless it is the last; what it did to the frames
 // is judged all the same.
 func (d Detach) try(t *testing.T, lastTry bool) (void bool) {
+	t.Helper()
 	m := d.New(t)
 	owners := tunwake.TraceOwners(t, m.NS, m.Ifindex)
 	all, err := cpus.Allowed()
