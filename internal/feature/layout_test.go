@@ -122,32 +122,78 @@ func TestDocs(t *testing.T) {
 	}
 }
 
-// filesItem matches an item of a suite doc's "# Files" list.
-var filesItem = regexp.MustCompile(`^//   - ([a-z0-9_]+\.go): \S`)
+// suiteDocLines is how long a suite's doc.go may be: a short map, the
+// detail in docs/suites.md.
+const suiteDocLines = 20
+
+// filesItem matches an item of a suite doc's "# Files" list: the files it
+// names (comma-separated), a colon, what they hold.
+var filesItem = regexp.MustCompile(`^([a-z0-9_]+\.go(?:, [a-z0-9_]+\.go)*): \S`)
+
+// listedFiles reads the items of a "# Files" list: each starts with
+// "//   - " and may go on in lines that start with "//     ".
+func listedFiles(list string) []string {
+	var items []string
+	for _, l := range strings.Split(list, "\n") {
+		if item, ok := strings.CutPrefix(l, "//   - "); ok {
+			items = append(items, item)
+		} else if more, ok := strings.CutPrefix(l, "//     "); ok && len(items) > 0 {
+			items[len(items)-1] += " " + more
+		}
+	}
+	var listed []string
+	for _, item := range items {
+		if m := filesItem.FindStringSubmatch(item); m != nil {
+			listed = append(listed, strings.Split(m[1], ", ")...)
+		}
+	}
+	slices.Sort(listed)
+	return listed
+}
+
+// suitePageItem matches an item of a suite's "### Files" list in
+// docs/suites.md: - `file.go`: what it holds.
+var suitePageItem = regexp.MustCompile("^- `([a-z0-9_]+\\.go)`: \\S")
+
+// suitePageFiles reads docs/suites.md: the files each suite's section
+// lists, by the suite's directory name.
+func suitePageFiles(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "suites.md"))
+	assert.NilError(t, err)
+	out := map[string][]string{}
+	suite := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if name, ok := strings.CutPrefix(l, "## suites/"); ok {
+			suite = name
+			out[suite] = []string{}
+		} else if m := suitePageItem.FindStringSubmatch(l); m != nil && suite != "" {
+			out[suite] = append(out[suite], m[1])
+		}
+	}
+	for _, files := range out {
+		slices.Sort(files)
+	}
+	return out
+}
 
 // TestSuiteDocsListFiles holds each suite's doc.go to one form of "where
-// to look": a "# Files" section that names every Go file of the package
-// (but doc.go and the generated *_bpfel.go) in one line each, and no file
-// that is gone.
+// to look", short: at most suiteDocLines lines, ending in a "# Files"
+// section that names every Go file of the package (but doc.go and the
+// generated *_bpfel.go) once, a few to an item, and no file that is gone;
+// and docs/suites.md to a section per suite that lists the same files.
 func TestSuiteDocsListFiles(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join("..", "..", "suites", "*", "doc.go"))
 	assert.NilError(t, err)
 	assert.Assert(t, len(dirs) > 0)
+	page := suitePageFiles(t)
 	for _, doc := range dirs {
 		dir := filepath.Dir(doc)
 		b, err := os.ReadFile(doc)
 		assert.NilError(t, err)
-		_, list, ok := strings.Cut(string(b), "\n// # Files\n//\n")
-		if !ok {
-			t.Errorf("%s has no \"# Files\" section", doc)
-			continue
-		}
-		var listed []string
-		for _, l := range strings.Split(list, "\n") {
-			if m := filesItem.FindStringSubmatch(l); m != nil {
-				listed = append(listed, m[1])
-			}
-		}
+		n := strings.Count(string(b), "\n")
+		assert.Check(t, n <= suiteDocLines, "%s has %d lines, want at most %d: move the detail to docs/suites.md",
+			doc, n, suiteDocLines)
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		assert.NilError(t, err)
 		var want []string
@@ -156,6 +202,17 @@ func TestSuiteDocsListFiles(t *testing.T) {
 				want = append(want, f)
 			}
 		}
-		assert.Check(t, is.DeepEqual(listed, want), "%s: the # Files list against the package's files", doc)
+		name := filepath.Base(dir)
+		assert.Check(t, is.DeepEqual(page[name], want), "docs/suites.md: suites/%s's files against the package's", name)
+		delete(page, name)
+		_, list, ok := strings.Cut(string(b), "\n// # Files\n//\n")
+		if !ok {
+			t.Errorf("%s has no \"# Files\" section", doc)
+			continue
+		}
+		assert.Check(t, is.DeepEqual(listedFiles(list), want), "%s: the # Files list against the package's files", doc)
+	}
+	for name := range page {
+		t.Errorf("docs/suites.md has a section for suites/%s, which is not a suite", name)
 	}
 }

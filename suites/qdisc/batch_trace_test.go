@@ -136,21 +136,11 @@ func (c batchTally) String() string {
 
 // counts sums the programs' counters over all CPUs.
 func (tr *batchTracer) counts() (batchTally, error) {
-	var per []batchCounts
-	if err := tr.objs.Counts.Lookup(uint32(0), &per); err != nil {
+	c, err := instrument.SumCPUs[batchCounts](tr.objs.Counts)
+	if err != nil {
 		return batchTally{}, fmt.Errorf("read the batch counters: %w", err)
 	}
-	var sum batchTally
-	for _, c := range per {
-		sum.Calls += c.Calls
-		sum.Unheld += c.Unheld
-		sum.Enqueues += c.Enqueues
-		sum.Stale += c.Stale
-		for i, v := range c.Size {
-			sum.Size[i] += v
-		}
-	}
-	return sum, nil
+	return batchTally{Calls: c.Calls, Size: c.Size, Unheld: c.Unheld, Enqueues: c.Enqueues, Stale: c.Stale}, nil
 }
 
 // resetLast forgets the last call's size, before a burst.

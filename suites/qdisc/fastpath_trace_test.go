@@ -112,15 +112,6 @@ type callClass struct {
 	Contested  uint64
 }
 
-func (k *callClass) add(o callClass) {
-	k.Calls += o.Calls
-	k.Candidates += o.Candidates
-	k.Over += o.Over
-	k.Emptied += o.Emptied
-	k.Declined += o.Declined
-	k.Contested += o.Contested
-}
-
 func (k callClass) String() string {
 	return fmt.Sprintf("%d calls, %d with defer_list holding a frame and SCHED clear: "+
 		"%d declined, %d scheduled over the list, %d scheduled after it emptied, %d contested",
@@ -144,21 +135,14 @@ type fastPathCounts struct {
 
 // counts sums the programs' counters over all CPUs.
 func (tr *fastPathTracer) counts() (fastPathCounts, error) {
-	var per []fastpathCounts
-	if err := tr.objs.Counts.Lookup(uint32(0), &per); err != nil {
+	c, err := instrument.SumCPUs[fastpathCounts](tr.objs.Counts)
+	if err != nil {
 		return fastPathCounts{}, fmt.Errorf("read fast path counters: %w", err)
 	}
-	var sum fastPathCounts
-	for _, c := range per {
-		sum.Locked.add(callClass(c.Locked))
-		sum.Wake.add(callClass(c.Wake))
-		sum.Raises += c.Raises
-		sum.Unheld += c.Unheld
-		sum.Unread += c.Unread
-		sum.Deep += c.Deep
-		sum.Vanished += c.Vanished
-	}
-	return sum, nil
+	return fastPathCounts{
+		Locked: callClass(c.Locked), Wake: callClass(c.Wake),
+		Raises: c.Raises, Unheld: c.Unheld, Unread: c.Unread, Deep: c.Deep, Vanished: c.Vanished,
+	}, nil
 }
 
 func (tr *fastPathTracer) Close() error {

@@ -1,11 +1,9 @@
 package tun
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -16,11 +14,10 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
-	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/kcsan"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/taprace"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
@@ -73,122 +70,41 @@ func raceSmallRing(t *testing.T, ring int) {
 	fx := fill(t, o, o.ring+raceHeld)
 	where, err := place(1)
 	assert.NilError(t, err)
-	sr := &smallRacer{filled: fx, burst: fx.burstDrops(t)}
+	sr := &taprace.SmallRing{
+		Sender: fx.s, SenderCPU: where.senders[0],
+		Read:  fx.counted,
+		Burst: fx.burstDrops(t),
+		Every: suspectEvery, Bound: stallBound, Limit: waitLimit,
+	}
 	tr := tunwake.Trace(t, int(fx.e.NS), fx.ifindex)
-	sr.sent.Store(fx.res.Handed())
-	sr.p = startPoller(t, fx.dev.File, where.reader)
+	sr.Sent.Store(fx.res.Handed())
+	p := startPoller(t, fx.dev.File, where.reader)
+	sr.Consumer = p
 	raced := kcsan.Watch(t, feature.Seed000Tun)
 
-	ctx, cancel := context.WithTimeout(t.Context(), kcsan.For(smallRingFor))
-	defer cancel()
-	start := time.Now()
-	sendErr := sr.startSender(ctx, where.senders[0])
-	st, suspects := sr.watch(t, ctx, start)
-	cancel()
-	took := time.Since(start)
-	assert.NilError(t, <-sendErr)
+	res := sr.Race(t, kcsan.For(smallRingFor))
+	st, start := res.Stall, res.Start
 
-	l, last := sr.settle(t, st != nil)
-	secs := took.Seconds()
+	l, last := sr.Settle(t, st != nil)
+	secs := res.Took.Seconds()
 	t.Logf("ring=%d: %.0f sent/s, %.0f read/s, %d empty reads; %d windows of %v without delivery that moved again; %v",
-		ring, float64(l.Sent)/secs, float64(l.Received)/secs, sr.p.empty.Load(), suspects, suspectEvery, l)
+		ring, float64(l.Sent)/secs, float64(l.Received)/secs, p.empty.Load(), res.Suspects, suspectEvery, l)
 	if st != nil {
 		t.Errorf("stall (ring=%d): nothing delivered for %v with the ring empty (%d empty reads) and the qdisc "+
 			"holding %d, from %v into the race, seen at %v; %v; %v",
-			ring, st.seen.Sub(st.since).Round(time.Millisecond), st.obs.empty-st.from.empty, st.obs.Q.Qlen,
-			st.since.Sub(start).Round(time.Millisecond), st.seen.Sub(start).Round(time.Millisecond), st.obs.state, l)
+			ring, st.Seen.Sub(st.Since).Round(time.Millisecond), st.Obs.Idle-st.From.Idle, st.Obs.Ledger.QdiscBacklog,
+			st.Since.Sub(start).Round(time.Millisecond), st.Seen.Sub(start).Round(time.Millisecond), st.Obs.State, l)
 	}
 	assert.Assert(t, l.Balanced(), "%v", l)
-	checkStreams(t, l, sentBy(fx.s), sr.p.r)
-	w := tunwake.CheckDrops(t, tr, last.Link.TxDropped-fx.st.Link.TxDropped, l)
+	checkStreams(t, l, sentBy(fx.s), p.r)
+	w := tunwake.CheckDrops(t, tr, last.Ledger.DeviceDrops-fx.st.Link.TxDropped, l)
 	raced(w.All)
 }
 
-// smallRacer is TestRaceSmallRing's tap with its sender and its reader.
-type smallRacer struct {
-	*filled
-	p     *poller
-	burst func() (uint64, error)
-	sent  atomic.Uint64
-}
-
-// startSender sends batches from the fill's sender, on cpu, until ctx
-// ends; the channel gets its error when it stops.
-func (sr *smallRacer) startSender(ctx context.Context, cpu int) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		// Returns with the thread locked: the runtime ends it.
-		if err := cpus.Pin(cpu); err != nil {
-			done <- err
-			return
-		}
-		for ctx.Err() == nil {
-			r, err := sr.s.Send(traffic.Batch)
-			sr.sent.Add(r.Handed())
-			if err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	return done
-}
-
-// look is one look at the tap: its counters, the QDISC_BURST_DROP frames,
-// and the reader's frames and empty reads.
-type look struct {
-	sample
-	read, empty uint64
-}
-
-func (l look) String() string {
-	return fmt.Sprintf("%v; read %d, empty reads %d", l.sample, l.read, l.empty)
-}
-
-func (sr *smallRacer) look() (look, error) {
-	s, err := sr.sampler(sr.burst)()
-	return look{s, sr.p.r.Total(), sr.p.empty.Load()}, err
-}
-
-// stall is a queue seen stalled: nothing delivered since since (the last
-// window that delivered), seen at seen; from is the look that raised the
-// suspicion, obs the last one.
-type stall struct {
-	since, seen time.Time
-	from, obs   look
-}
-
-// watch is counters.WatchStall over the tap: delivery is tx_packets (tun
-// counts it in read()), the consumer's empty reads are the reader's.
-func (sr *smallRacer) watch(t *testing.T, ctx context.Context, start time.Time) (*stall, int) {
-	progress := func(l look) counters.Progress {
-		return counters.Progress{Delivered: l.Link.TxPackets, Held: l.Q.Qlen, Idle: l.empty}
-	}
-	st, suspects, err := counters.WatchStall(ctx, start, suspectEvery, stallBound, sr.look, progress, t.Logf)
-	assert.NilError(t, err)
-	if st == nil {
-		return nil, suspects
-	}
-	return &stall{since: st.Since, seen: st.Seen, from: st.From, obs: st.Obs}, suspects
-}
-
-// settle waits until every frame sent is accounted for, the qdisc empty
-// unless the queue stalled (then its backlog is the frames still queued),
-// stops the reader and returns the ledger and the last look.
-func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, look) {
-	total := sr.sent.Load()
-	ledger := func(l look) counters.Accounting {
-		return dropmon.BookBurst(account(total, int(l.read), l.state, 0), l.burst)
-	}
-	last, werr := counters.WaitFor(context.Background(), waitLimit, sr.look, func(l look) bool {
-		return (stalled || l.Q.Qlen == 0) && ledger(l).Balanced()
-	})
-	assert.NilError(t, sr.p.close())
-	last.read = sr.p.r.Total()
-	l := ledger(last)
-	assert.NilError(t, werr, "every frame accounted after the sender stopped; %v", l)
-	return l, last
+// counted reads the tap's and its qdisc's counters for taprace.
+func (rig *tapRig) counted() (taprace.Counted, error) {
+	st, err := rig.state()
+	return taprace.Counted{Ledger: account(0, 0, st, 0), Delivered: st.Link.TxPackets, State: st}, err
 }
 
 // poller reads a queue file in a loop of non-blocking reads on a CPU of its
@@ -200,10 +116,7 @@ func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, l
 type poller struct {
 	r     *traffic.Reader
 	empty atomic.Uint64 // reads that found the ring empty
-	stop  atomic.Bool
-	done  chan error
-	once  sync.Once
-	err   error
+	loop  *cpus.Loop
 }
 
 // pollerYield is how many reads go raw between two through the runtime,
@@ -216,23 +129,18 @@ func startPoller(t *testing.T, f *os.File, cpu int) *poller {
 	fd, derr := -1, error(nil)
 	assert.NilError(t, rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }))
 	assert.NilError(t, derr, "dup %s", f.Name())
-	p := &poller{r: traffic.NewReader(nil), done: make(chan error, 1)}
-	t.Cleanup(func() { p.close() })
-	go func() {
-		defer unix.Close(fd)
-		// Returns with the thread locked: the runtime ends it.
-		if err := cpus.Pin(cpu); err != nil {
-			p.done <- err
-			return
-		}
-		p.done <- p.loop(fd, f.Name())
-	}()
+	p := &poller{r: traffic.NewReader(nil)}
+	p.loop = cpus.Start(cpu, func(stopped func() bool) error { return p.poll(fd, f.Name(), stopped) })
+	t.Cleanup(func() {
+		p.close()
+		unix.Close(fd)
+	})
 	return p
 }
 
-func (p *poller) loop(fd int, name string) error {
+func (p *poller) poll(fd int, name string, stopped func() bool) error {
 	buf := make([]byte, 65536)
-	for i := 0; !p.stop.Load(); i++ {
+	for i := 0; !stopped(); i++ {
 		read := syscall.RawSyscall
 		if i%pollerYield == 0 {
 			read = syscall.Syscall
@@ -254,10 +162,17 @@ func (p *poller) loop(fd int, name string) error {
 
 // close stops the reader and returns its error; later calls return the
 // same.
-func (p *poller) close() error {
-	p.once.Do(func() {
-		p.stop.Store(true)
-		p.err = <-p.done
-	})
-	return p.err
+func (p *poller) close() error { return p.loop.Stop() }
+
+// Got is how many frames the reader read so far (taprace.Consumer).
+func (p *poller) Got() uint64 { return p.r.Total() }
+
+// Stop stops the reader and returns every frame it read, and its error
+// (taprace.Consumer).
+func (p *poller) Stop() (uint64, error) {
+	err := p.close()
+	return p.r.Total(), err
 }
+
+// Idle is how many reads found the ring empty so far (taprace.Poller).
+func (p *poller) Idle() uint64 { return p.empty.Load() }

@@ -1,12 +1,10 @@
 package tun
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	"github.com/xmitcheck/xmitcheck/internal/guest/rounds"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 	"github.com/xmitcheck/xmitcheck/internal/guest/vmpath"
 )
@@ -18,20 +16,12 @@ import (
 // consumer read(2)s each frame and writes it into the VM's tap in
 // namespace G (internal/guest/vmpath), with the flag off (side A, twice a
 // round for the A/A floor) against IFF_BACKPRESSURE (side B), the
-// kernel's default qdisc on both, as the sides of rounds.Run. One op is
+// kernel's default qdisc on both, as the sides of rounds.Run (vmpath.BenchStreams). One op is
 // vmpath.OpTime (10 µs) of streaming: -benchtime 100000x streams for 1 s.
 // It reports rx-Mbit/s, cpu-ns/KiB, retrans/s, tun_drops/s and
 // qdisc_drops/s (vmpath.Bench). A kernel without the flag skips it whole,
 // naming the TUNGETFEATURES probe.
 func BenchmarkTCPStreams(b *testing.B) {
 	observe.Probe(b, feature.IFFBackpressure, tuntap.ProbeBackpressure())
-	stock := vmpath.Config{Consumer: vmpath.Read, Offload: true}
-	patched := stock
-	patched.Backpressure = true
-	for _, n := range []int{1, 2, 4, 8} {
-		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
-			rounds.Run(b, func(b *testing.B) { vmpath.Bench(b, stock, n) },
-				func(b *testing.B) { vmpath.Bench(b, patched, n) })
-		})
-	}
+	vmpath.BenchStreams(b, vmpath.Read)
 }

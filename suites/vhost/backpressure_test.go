@@ -9,7 +9,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // TestBackpressure (Linux 7.3, IFF_BACKPRESSURE with a
@@ -96,7 +96,7 @@ type slowRun struct {
 // instead of dropping: the ring full, the rest in the qdisc.
 func fillStopped(t *testing.T, r *rig) *slowRun {
 	size := r.ring
-	wakeStep := max(size/2, min(size, guest.Batch))
+	wakeStep := max(size/2, min(size, vhostnet.Batch))
 	sent := sendAll(t, r.sender(0), size+3*wakeStep+wakeStep/2)
 	r.waitState("a full ring and a stopped queue", func(s state) bool { return inDevice(sent, 0, s) <= int64(size) })
 	st := r.steady()
@@ -113,7 +113,7 @@ func fillStopped(t *testing.T, r *rig) *slowRun {
 // what the qdisc handed to the ring, what the ring and vhost's batch hold.
 func (run *slowRun) step(t *testing.T, step int) {
 	r, m := run.r, run.m
-	k := r.bufs * min(guest.Batch, m.size)
+	k := r.bufs * min(vhostnet.Batch, m.size)
 	if step == 0 {
 		r.attach(0)
 		k = r.bufs

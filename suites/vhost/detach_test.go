@@ -11,7 +11,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // noStallFrames is what the detach and close tests send: a full ring and
@@ -47,12 +47,12 @@ func TestDetachWhileStopped(t *testing.T) {
 	before := r.steady()
 	// tun's wake rule (__tun_wake_queue, see above), for the messages.
 	rule := fmt.Sprintf("wake at %d consumed (ring/2) or the ring empty; vhost's batch counted %d, each read() 1",
-		ring/2, guest.Batch)
+		ring/2, vhostnet.Batch)
 	ledger := func(read []uint64, st state) counters.Accounting {
 		return accountInFlight(b.sent, b.rv.got+uint64(len(read)), st)
 	}
 
-	read := readTap(t, f, ring/2-guest.Batch-1, 2*time.Second)
+	read := readTap(t, f, ring/2-vhostnet.Batch-1, 2*time.Second)
 	st := r.steady()
 	assert.Equal(t, st.Qdisc.Qlen, before.Qdisc.Qlen,
 		"%s: want the queue still stopped after %d reads; %v", rule, len(read), ledger(read, st))

@@ -1,24 +1,15 @@
 package vhost
 
 import (
-	"context"
-	"fmt"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"gotest.tools/v3/assert"
-
 	"github.com/xmitcheck/xmitcheck/internal/feature"
-	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
-	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
-	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
+	"github.com/xmitcheck/xmitcheck/internal/guest/taprace"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
-	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 const (
@@ -53,87 +44,37 @@ const (
 // and every frame is received, freed once (tun's and the qdisc's drops, the
 // rings purged at detach, the second qdisc reset while one queue remained,
 // counted on kfree_skb) or still queued. Frames change guests as the slots
-// move, so a stream's order is not held here.
+// move, so a stream's order is not held here. The race is taprace.Detach's,
+// with vhost-net as the consumer.
 func TestDetachRace(t *testing.T) {
 	observe.Of(t, feature.Seed000Vhost)
-	// A P for each sender, each guest, the toggler and this goroutine.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 6)))
-	// Tries run in t itself, not as subtests: a void try is no test of its
-	// own, and a soak would call a subtest that only some rounds ran flaky.
-	for try := 1; detachRace(t, try == detachRaceTries); try++ {
-		t.Logf("try %d of %d void: again on a new rig", try, detachRaceTries)
-	}
+	taprace.Detach{
+		Seed: feature.Seed000Vhost, Who: "vhost on a file",
+		For: detachRaceFor, Tries: detachRaceTries, Limit: wait,
+		New: newDetachTap,
+		// vhost calls tun_wake_queue() once per batch of up to vhostnet.Batch.
+		Calls: func(got uint64) uint64 { return (got + vhostnet.Batch - 1) / vhostnet.Batch },
+	}.Run(t)
 }
 
-// detachRace is one try of TestDetachRace on a rig of its own (kept until
-// t ends). A try whose tracer missed events is void (it returns true)
-// unless it is the last; what it did to the frames is judged all the same.
-func detachRace(t *testing.T, lastTry bool) (void bool) {
+// newDetachTap is one try's two-queue tap, each queue the backend of a
+// guest.
+func newDetachTap(t *testing.T) taprace.DetachTap {
 	r := newRig(t, setup{backpressure: true, qdisc: qdiscMqShort, queues: 2, ring: detachRaceRing, workers: workersSpread})
 	r.steerByStream()
-	freed := r.freed()
-	owners := tunwake.TraceOwners(t, int(r.e.NS), r.link.Attrs().Index)
-	all, err := cpus.Allowed()
-	assert.NilError(t, err)
-	var guests [2]*consumer
-	for i := range guests {
-		rv := r.receiver(false)
-		rv.anyOrder = true
-		guests[i] = startGuest(t, r.guests[i], rv, all[(i+1)*(len(all)-1)%len(all)], detachRacePause)
+	return taprace.DetachTap{
+		NS: int(r.e.NS), Ifindex: r.link.Attrs().Index,
+		Queues:  [2]*tuntap.Device{r.taps[0], r.taps[1]},
+		Senders: []*traffic.Sender{r.sender(0), r.sender(1)},
+		Freed:   r.freed(),
+		Consume: func(q, cpu int) taprace.Consumer {
+			rv := r.receiver(false)
+			rv.anyOrder = true
+			return startGuest(t, r.guests[q], rv, cpu, detachRacePause)
+		},
+		Read: func() (taprace.Counted, error) {
+			st, err := r.state()
+			return taprace.Counted{Ledger: account(0, 0, st), Delivered: st.Link.TxPackets, State: st}, err
+		},
 	}
-	senders := []*traffic.Sender{r.sender(0), r.sender(1)}
-
-	ctx, cancel := context.WithTimeout(t.Context(), detachRaceFor)
-	defer cancel()
-	var sent atomic.Uint64
-	var work []func(context.Context) error
-	for _, s := range senders {
-		work = append(work, func(ctx context.Context) error { return traffic.SendUntil(ctx, s, &sent) })
-	}
-	cycles, err := tuntap.RaceSlots(ctx, [2]*tuntap.Device{r.taps[0], r.taps[1]}, wait, work...)
-	assert.NilError(t, err)
-
-	got := func() uint64 { return guests[0].got.Load() + guests[1].got.Load() }
-	ledger := func(l detachLook) counters.Accounting {
-		return dropmon.BookFreed(account(sent.Load(), l.got, l.state), l.freed,
-			"rings purged at detach, txq 1's qdisc reset with one queue left, QDISC_BURST_DROP")
-	}
-	look := func() (detachLook, error) {
-		st, err := r.state()
-		if err != nil {
-			return detachLook{}, err
-		}
-		f, err := freed.Count()
-		return detachLook{st, f, got()}, err
-	}
-	last, werr := counters.WaitFor(context.Background(), wait, look, func(l detachLook) bool {
-		return l.Qdisc.Qlen == 0 && ledger(l).Balanced()
-	})
-	for _, g := range guests {
-		assert.NilError(t, g.close())
-	}
-	last.got = guests[0].rv.got + guests[1].rv.got
-	l := ledger(last)
-	t.Logf("%d detach and attach cycles in %v; %v; %v", cycles, detachRaceFor, last.freed, l)
-	assert.NilError(t, werr, "every queue drained and every frame accounted after the race; %v", l)
-	dropmon.CheckFreed(t, l, last.freed)
-	assert.Assert(t, l.Balanced(), "%v", l)
-	if why, v := owners.Void(); v && !lastTry && !t.Failed() {
-		t.Logf("%s: the owner check cannot be judged", why)
-		return true
-	}
-	// vhost calls tun_wake_queue() once per batch of up to guest.Batch.
-	c := tunwake.CheckOwners(t, owners, (last.got+guest.Batch-1)/guest.Batch)
-	if c.Stale > 0 && !t.Failed() {
-		observe.Shows(t, feature.Seed000Vhost, fmt.Sprintf(
-			"queue detach raced: %d wakes asked for by vhost on a file without its slot, none woke the subqueue", c.Stale))
-	}
-	return false
-}
-
-// detachLook is one look at TestDetachRace's tap.
-type detachLook struct {
-	state
-	freed dropmon.FreedCount
-	got   uint64
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/rounds"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // loadResult is how a load run ended.
@@ -29,7 +29,7 @@ type loadResult struct {
 
 // load runs senders goroutines, each with its own stream, for duration
 // (or until each sent perSender frames when perSender > 0), while guest 0
-// takes frames: at most guest.Batch buffers per tick when tick > 0, as fast
+// takes frames: at most vhostnet.Batch buffers per tick when tick > 0, as fast
 // as it can otherwise. When the senders are done the guest drains at full
 // speed until every frame is accounted for.
 func (r *rig) load(senders int, duration time.Duration, perSender int, tick time.Duration) loadResult {
@@ -67,11 +67,11 @@ func (r *rig) startSenders(senders int, duration time.Duration, perSender int) *
 	for i := range senders {
 		s := r.sender(uint32(i))
 		wg.Go(func() {
-			for k := 0; perSender <= 0 || k < perSender; k += guest.Batch {
+			for k := 0; perSender <= 0 || k < perSender; k += vhostnet.Batch {
 				if perSender <= 0 && time.Since(start) > duration {
 					return
 				}
-				chunk := guest.Batch
+				chunk := vhostnet.Batch
 				if perSender > 0 {
 					chunk = min(chunk, perSender-k)
 				}
@@ -88,10 +88,10 @@ func (r *rig) startSenders(senders int, duration time.Duration, perSender int) *
 	return sg
 }
 
-// consume has guest g take frames until done is closed: guest.Batch
+// consume has guest g take frames until done is closed: vhostnet.Batch
 // buffers per tick when tick > 0, every free buffer as fast as it can
 // otherwise.
-func (r *rig) consume(g *guest.Net, rv *receiver, done <-chan struct{}, tick time.Duration) {
+func (r *rig) consume(g *vhostnet.Net, rv *receiver, done <-chan struct{}, tick time.Duration) {
 	r.tb.Helper()
 	var ticks <-chan time.Time
 	if tick > 0 {
@@ -106,7 +106,7 @@ func (r *rig) consume(g *guest.Net, rv *receiver, done <-chan struct{}, tick tim
 			case <-done:
 				return
 			case <-ticks:
-				post = guest.Batch
+				post = vhostnet.Batch
 			}
 		} else {
 			select {
@@ -130,7 +130,7 @@ func (r *rig) consume(g *guest.Net, rv *receiver, done <-chan struct{}, tick tim
 // raceFor is how long TestRace's senders run.
 const raceFor = time.Second
 
-// TestRace: two senders and a guest that consumes at most guest.Batch
+// TestRace: two senders and a guest that consumes at most vhostnet.Batch
 // buffers a millisecond, for raceFor. Afterwards the queue is not stalled
 // (the guest drains everything) and the ledger balances exactly.
 //
@@ -156,7 +156,7 @@ func TestRace(t *testing.T) {
 			res := r.load(2, raceFor, 0, time.Millisecond)
 			a := res.ledger
 			t.Logf("2 senders for %v, guest ≤ %d buffers/ms, drained after %v: %v (%d burst drops before the qdisc)",
-				raceFor, guest.Batch, res.took.Round(time.Millisecond), a, res.burst)
+				raceFor, vhostnet.Batch, res.took.Round(time.Millisecond), a, res.burst)
 			assert.Assert(t, a.Balanced(), "%v", a)
 			if s.backpressure {
 				assert.Equal(t, a.DeviceDrops, uint64(0),

@@ -11,7 +11,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/margin"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // receiver checks every frame a guest receives: the 12-byte virtio-net
@@ -52,13 +52,13 @@ func (rv *receiver) check(data []byte) {
 
 // parse checks one frame and records its sequence number.
 func (rv *receiver) parse(data []byte) error {
-	if len(data) != guest.HdrLen+traffic.FrameLen {
+	if len(data) != vhostnet.HdrLen+traffic.FrameLen {
 		return fmt.Errorf("frame %d: %d bytes in the buffer, want %d header + %d frame",
-			rv.got, len(data), guest.HdrLen, traffic.FrameLen)
+			rv.got, len(data), vhostnet.HdrLen, traffic.FrameLen)
 	}
 	// struct virtio_net_hdr (10 bytes) all zero: no checksum or GSO;
 	// then num_buffers (2 bytes, little endian).
-	hdr, frame := data[:guest.HdrLen], data[guest.HdrLen:]
+	hdr, frame := data[:vhostnet.HdrLen], data[vhostnet.HdrLen:]
 	if !bytes.Equal(hdr[:10], make([]byte, 10)) || !slices.Contains(rv.numBuffers, binary.LittleEndian.Uint16(hdr[10:])) {
 		return fmt.Errorf("frame %d: virtio-net header % x, want zeros and num_buffers in %v", rv.got, hdr, rv.numBuffers)
 	}
@@ -92,7 +92,7 @@ func (rv *receiver) streams() []uint32 {
 // collect takes what guest g has received, reposting every buffer it
 // frees, until done accepts the receiver or wait passes; it fails the test
 // with what it last saw.
-func (r *rig) collect(g *guest.Net, rv *receiver, done func(*receiver) bool) {
+func (r *rig) collect(g *vhostnet.Net, rv *receiver, done func(*receiver) bool) {
 	r.tb.Helper()
 	r.receive(g, rv, -1, done)
 }
@@ -102,7 +102,7 @@ func (r *rig) collect(g *guest.Net, rv *receiver, done func(*receiver) bool) {
 // receiver. It fails the test when no frame comes for wait: a guest that
 // drains a large backlog takes as long as the backlog needs, every gap
 // between its frames bounded.
-func (r *rig) receive(g *guest.Net, rv *receiver, post int, done func(*receiver) bool) {
+func (r *rig) receive(g *vhostnet.Net, rv *receiver, post int, done func(*receiver) bool) {
 	r.tb.Helper()
 	if post >= 0 {
 		_, err := g.Post(post)

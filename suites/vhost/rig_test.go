@@ -19,7 +19,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // rig is one tap in a fresh namespace with a userspace vhost-net guest
@@ -29,7 +29,7 @@ type rig struct {
 	e      *netenv.Env
 	link   netlink.Link
 	taps   []*tuntap.Device
-	guests []*guest.Net
+	guests []*vhostnet.Net
 	ring   int  // the tap's txqueuelen
 	bufs   int  // receive buffers a frame takes (setup.bufsPerFrame)
 	mrg    bool // the guests have mergeable receive buffers
@@ -55,7 +55,7 @@ func newRigIn(tb testing.TB, e *netenv.Env, s setup) *rig {
 	r := &rig{
 		tb: tb, e: e, ctx: testContext(tb),
 		ring: ring, bufs: s.bufsPerFrame(),
-		mrg: s.virtio.Features&guest.FeatureMrgRxBuf != 0,
+		mrg: s.virtio.Features&vhostnet.FeatureMrgRxBuf != 0,
 	}
 	if s.ring != 0 {
 		r.ring = s.ring
@@ -92,15 +92,15 @@ func testContext(tb testing.TB) context.Context {
 
 // openGuests opens one guest per queue with the features of cfg, each from
 // a thread on the CPU where workers puts its vhost worker.
-func (r *rig) openGuests(queues int, cfg guest.Config, workers placement) {
+func (r *rig) openGuests(queues int, cfg vhostnet.Config, workers placement) {
 	r.tb.Helper()
 	cfg.QueueSize = guestQueue
 	all, err := cpus.Allowed()
 	assert.NilError(r.tb, err)
 	for i := range queues {
-		var g *guest.Net
+		var g *vhostnet.Net
 		err := cpus.On(workers.cpu(all, i), func() (err error) {
-			g, err = guest.Open(cfg)
+			g, err = vhostnet.Open(cfg)
 			return err
 		})
 		observe.Probe(r.tb, feature.VhostNet, err)
@@ -130,7 +130,7 @@ func (r *rig) openTaps(queues int, backpressure bool) {
 		})
 		assert.NilError(tb, err)
 		tb.Cleanup(func() { tap.Close() })
-		assert.NilError(tb, tap.SetVnetHdrSize(guest.HdrLen))
+		assert.NilError(tb, tap.SetVnetHdrSize(vhostnet.HdrLen))
 		got, err := tap.Flags()
 		assert.NilError(tb, err)
 		assert.Equal(tb, got&tuntap.IFFBackpressure, flags&tuntap.IFFBackpressure,

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 const (
@@ -40,15 +40,15 @@ const (
 // virtioVariants are the guest configurations the tests run with besides
 // the default (VIRTIO_F_VERSION_1 only): event indexes, indirect
 // descriptors, mergeable receive buffers.
-var virtioVariants = []guest.Config{
-	{Features: guest.FeatureEventIdx},
-	{Features: guest.FeatureIndirect},
-	{Features: guest.FeatureMrgRxBuf, BufSize: mrgBufSize},
+var virtioVariants = []vhostnet.Config{
+	{Features: vhostnet.FeatureEventIdx},
+	{Features: vhostnet.FeatureIndirect},
+	{Features: vhostnet.FeatureMrgRxBuf, BufSize: mrgBufSize},
 }
 
 // virtioAll is every feature of virtioVariants at once.
-var virtioAll = guest.Config{
-	Features: guest.FeatureEventIdx | guest.FeatureIndirect | guest.FeatureMrgRxBuf,
+var virtioAll = vhostnet.Config{
+	Features: vhostnet.FeatureEventIdx | vhostnet.FeatureIndirect | vhostnet.FeatureMrgRxBuf,
 	BufSize:  mrgBufSize,
 }
 
@@ -74,14 +74,14 @@ type setup struct {
 	ring         int    // the tap's txqueuelen (ptr_ring size); 0 means ring
 	// virtio is the guests' features and buffer size (the queue size is
 	// guestQueue).
-	virtio      guest.Config
+	virtio      vhostnet.Config
 	lateBackend bool // leave the guests detached: the test calls attach
 	// workers says where the guests' vhost workers run.
 	workers placement
 }
 
 // placement is where a rig's vhost workers run: a worker starts with the
-// CPUs of the thread that called VHOST_SET_OWNER (guest.Open).
+// CPUs of the thread that called VHOST_SET_OWNER (vhostnet.Open).
 type placement int
 
 const (
@@ -120,7 +120,7 @@ func (s setup) String() string {
 	for _, f := range []struct {
 		bit  uint64
 		name string
-	}{{guest.FeatureEventIdx, "eventidx"}, {guest.FeatureIndirect, "indirect"}, {guest.FeatureMrgRxBuf, "mrgrxbuf"}} {
+	}{{vhostnet.FeatureEventIdx, "eventidx"}, {vhostnet.FeatureIndirect, "indirect"}, {vhostnet.FeatureMrgRxBuf, "mrgrxbuf"}} {
 		if s.virtio.Features&f.bit != 0 {
 			q += "_" + f.name
 		}
@@ -135,8 +135,8 @@ func (s setup) String() string {
 // than one only with mergeable buffers smaller than the header and a frame.
 func (s setup) bufsPerFrame() int {
 	size := s.virtio.BufSize
-	if s.virtio.Features&guest.FeatureMrgRxBuf == 0 || size == 0 {
+	if s.virtio.Features&vhostnet.FeatureMrgRxBuf == 0 || size == 0 {
 		return 1
 	}
-	return (guest.HdrLen + traffic.FrameLen + size - 1) / size
+	return (vhostnet.HdrLen + traffic.FrameLen + size - 1) / size
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,12 +15,12 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/cpus"
-	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/kcsan"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
+	"github.com/xmitcheck/xmitcheck/internal/guest/taprace"
+	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tunwake"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 const (
@@ -45,7 +44,7 @@ const (
 	busyPoll = 200
 )
 
-// smallRings are the rings raced: one vhost batch (up to guest.Batch
+// smallRings are the rings raced: one vhost batch (up to vhostnet.Batch
 // entries) empties any of them.
 var smallRings = []int{1, 2, 4}
 
@@ -59,7 +58,7 @@ var smallRingPolls = []uint32{0, busyPoll}
 // produce filled the ring, then, after smp_mb__after_atomic(), looks at the
 // ring again and wakes the queue over a free slot. vhost's handle_rx() takes
 // the ring's entries in vhost_net_buf_produce(): under the consumer lock,
-// __ptr_ring_consume_batched() moves up to guest.Batch of them into vhost's
+// __ptr_ring_consume_batched() moves up to vhostnet.Batch of them into vhost's
 // own batch, then tun_wake_queue(file, n) → __tun_wake_queue(tun, tfile, n)
 // issues smp_mb() and, only if the queue is stopped, adds n to cons_cnt and
 // wakes at ring/2 or an empty ring (in 7.3 this is the wake's only vhost
@@ -105,41 +104,42 @@ func raceSmallRing(t *testing.T, ring int, poll uint32) {
 	assert.NilError(t, r.guests[0].SetBusyPoll(poll))
 	sendCPU, err := smallRingSender()
 	assert.NilError(t, err)
-	sr := &smallRacer{rig: r, burst: r.watchBurstDrops(), s: r.sender(0)}
+	burst := r.watchBurstDrops()
+	sr := &taprace.SmallRing{
+		Sender: r.sender(0), SenderCPU: sendCPU,
+		Read:  r.counted,
+		Burst: func() (uint64, error) { return burst(), nil },
+		Every: suspectEvery, Bound: stallBound, Limit: wait,
+	}
 	tr := tunwake.Trace(t, int(r.e.NS), r.link.Attrs().Index)
-	sr.c = startGuest(t, r.guests[0], r.receiver(false), sendCPU, smallRingPause)
+	sr.Consumer = startGuest(t, r.guests[0], r.receiver(false), sendCPU, smallRingPause)
 	watched := kcsan.Watch(t, feature.Seed000Vhost)
 
-	ctx, cancel := context.WithTimeout(t.Context(), kcsan.For(smallRingFor))
-	defer cancel()
-	start := time.Now()
-	sendErr := sr.startSender(ctx, sendCPU)
-	st, suspects := sr.watch(t, ctx, start)
-	cancel()
-	raced := time.Since(start)
-	assert.NilError(t, <-sendErr)
+	res := sr.Race(t, kcsan.For(smallRingFor))
+	st, start := res.Stall, res.Start
 
 	if st == nil {
-		st = sr.drain(t)
+		st = drain(t, sr)
 	}
 	var empty string
 	if st != nil {
-		empty = sr.probeRing(t)
+		empty = probeRing(t, sr, r.taps[0])
 	}
-	l, last := sr.settle(t, st != nil)
-	secs := raced.Seconds()
+	l, last := sr.Settle(t, st != nil)
+	secs := res.Took.Seconds()
 	t.Logf("ring=%d, poll=%dus: %.0f sent/s, %.0f received/s, %d idle polls; "+
 		"%d windows of %v without delivery that moved again; %v",
-		ring, poll, float64(l.Sent)/secs, float64(l.Received)/secs, last.idle, suspects, suspectEvery, l)
+		ring, poll, float64(l.Sent)/secs, float64(l.Received)/secs, last.Idle, res.Suspects, suspectEvery, l)
 	// The stall last: the judge quotes a failed test's last line.
-	w := tunwake.CheckDrops(t, tr, last.Link.TxDropped, l)
+	w := tunwake.CheckDrops(t, tr, last.Ledger.DeviceDrops, l)
 	watched(w.All)
 	assert.Check(t, l.Balanced(), "%v", l)
 	if st != nil {
 		t.Errorf("stall (ring=%d, poll=%dus): nothing delivered for %v with the guest holding buffers (%d idle polls), %s, "+
 			"the qdisc holding %d, from %v into the race, seen at %v%s; %v; %v",
-			ring, poll, st.seen.Sub(st.since).Round(time.Millisecond), st.obs.idle-st.from.idle, empty, st.obs.Qdisc.Qlen,
-			st.since.Sub(start).Round(time.Millisecond), st.seen.Sub(start).Round(time.Millisecond), st.when, st.obs.state, l)
+			ring, poll, st.Seen.Sub(st.Since).Round(time.Millisecond), st.Obs.Idle-st.From.Idle, empty,
+			st.Obs.Ledger.QdiscBacklog, st.Since.Sub(start).Round(time.Millisecond),
+			st.Seen.Sub(start).Round(time.Millisecond), st.When, st.Obs.State, l)
 	}
 }
 
@@ -153,96 +153,28 @@ func smallRingSender() (int, error) {
 	return all[0], nil
 }
 
-// smallRacer is TestRaceSmallRing's rig with its sender and its guest.
-type smallRacer struct {
-	*rig
-	s      *traffic.Sender
-	c      *consumer
-	burst  func() uint64
-	sent   atomic.Uint64
-	probed uint64 // frames the ring probe read from the tap
-}
-
-// startSender sends batches until ctx ends, on cpu; the channel gets its
-// error when it stops.
-func (sr *smallRacer) startSender(ctx context.Context, cpu int) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		// Returns with the thread locked: the runtime ends it.
-		if err := cpus.Pin(cpu); err != nil {
-			done <- err
-			return
-		}
-		for ctx.Err() == nil {
-			res, err := sr.s.Send(traffic.Batch)
-			sr.sent.Add(res.Handed())
-			if err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	return done
-}
-
-// look is one look at the tap: its counters, the QDISC_BURST_DROP frames,
-// and the guest's frames and idle polls.
-type look struct {
-	state
-	burst, got, idle uint64
-}
-
-func (sr *smallRacer) look() (look, error) {
-	s, err := sr.state()
-	return look{state: s, burst: sr.burst(), got: sr.c.got.Load() + sr.probed, idle: sr.c.idle.Load()}, err
-}
-
-// ledger is the ledger of a look, every frame either delivered, dropped or
-// in the qdisc.
-func (sr *smallRacer) ledger(l look) counters.Accounting {
-	return dropmon.BookBurst(account(sr.sent.Load(), l.got, l.state), l.burst)
-}
-
-// stall is a queue seen stalled: nothing delivered since since (the last
-// window that delivered), seen at seen; from is the look that raised the
-// suspicion, obs the last one.
-type stall struct {
-	since, seen time.Time
-	from, obs   look
-	when        string // while draining: after the race
-}
-
-// watch is counters.WatchStall over the tap: delivery is tx_packets, the
-// consumer's empty polls are the guest's (buffers posted, nothing received).
-func (sr *smallRacer) watch(t *testing.T, ctx context.Context, start time.Time) (*stall, int) {
-	progress := func(l look) counters.Progress {
-		return counters.Progress{Delivered: l.Link.TxPackets, Held: l.Qdisc.Qlen, Idle: l.idle}
-	}
-	st, suspects, err := counters.WatchStall(ctx, start, suspectEvery, stallBound, sr.look, progress, t.Logf)
-	assert.NilError(t, err)
-	if st == nil {
-		return nil, suspects
-	}
-	return &stall{since: st.Since, seen: st.Seen, from: st.From, obs: st.Obs}, suspects
+// counted reads the tap's and its qdisc's counters for taprace.
+func (r *rig) counted() (taprace.Counted, error) {
+	st, err := r.state()
+	return taprace.Counted{Ledger: account(0, 0, st), Delivered: st.Link.TxPackets, State: st}, err
 }
 
 // drain waits, after the race, until the qdisc is empty, as long as each
 // stallBound delivers something. A queue that delivers nothing for
 // stallBound while the guest polls and the qdisc holds frames stalled too
-// late in the race for watch to tell, or after it (the qdisc's runs still
-// race vhost), and drain returns it.
-func (sr *smallRacer) drain(t *testing.T) *stall {
-	cur, err := sr.look()
+// late in the race for the watch to tell, or after it (the qdisc's runs
+// still race vhost), and drain returns it.
+func drain(t *testing.T, sr *taprace.SmallRing) *taprace.Stall {
+	cur, err := sr.Look()
 	assert.NilError(t, err)
 	since := time.Now()
-	for cur.Qdisc.Qlen > 0 {
-		moved := func(l look) bool { return l.Qdisc.Qlen == 0 || l.Link.TxPackets > cur.Link.TxPackets }
-		got, err := counters.WaitFor(context.Background(), stallBound, sr.look, moved)
-		if err != nil && got.Qdisc.Qlen > 0 && got.idle > cur.idle {
-			return &stall{since: since, seen: time.Now(), from: cur, obs: got, when: " while the qdisc drained"}
+	for cur.Ledger.QdiscBacklog > 0 {
+		moved := func(l taprace.SmallLook) bool { return l.Ledger.QdiscBacklog == 0 || l.Delivered > cur.Delivered }
+		got, err := counters.WaitFor(context.Background(), stallBound, sr.Look, moved)
+		if err != nil && got.Ledger.QdiscBacklog > 0 && got.Idle > cur.Idle {
+			return &taprace.Stall{Since: since, Seen: time.Now(), From: cur, Obs: got, When: " while the qdisc drained"}
 		}
-		assert.NilError(t, err, "the qdisc draining after the race (the guest polled %d times)", got.idle-cur.idle)
+		assert.NilError(t, err, "the qdisc draining after the race (the guest polled %d times)", got.Idle-cur.Idle)
 		cur, since = got, time.Now()
 	}
 	return nil
@@ -251,8 +183,8 @@ func (sr *smallRacer) drain(t *testing.T) *stall {
 // probeRing reads the tap once, non-blocking, through tun's read(2) path:
 // EAGAIN says the stalled queue's ring is empty. A frame read is counted
 // as delivered; it would mean vhost left frames in the ring.
-func (sr *smallRacer) probeRing(t *testing.T) string {
-	rc, err := sr.taps[0].SyscallConn()
+func probeRing(t *testing.T, sr *taprace.SmallRing, tap *tuntap.Device) string {
+	rc, err := tap.SyscallConn()
 	assert.NilError(t, err)
 	buf := make([]byte, 65536)
 	var rerr error
@@ -263,22 +195,8 @@ func (sr *smallRacer) probeRing(t *testing.T) string {
 	case rerr != nil:
 		t.Fatalf("read the tap: %v", rerr)
 	}
-	sr.probed++
+	sr.Others++
 	return "the ring holding a frame vhost did not take (a read of the tap got it)"
-}
-
-// settle waits until every frame sent is accounted for, the qdisc empty
-// unless the queue stalled (then its backlog is the frames still queued),
-// stops the guest and returns the ledger and the last look.
-func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, look) {
-	last, werr := counters.WaitFor(context.Background(), wait, sr.look, func(l look) bool {
-		return (stalled || l.Qdisc.Qlen == 0) && sr.ledger(l).Balanced()
-	})
-	assert.NilError(t, sr.c.close())
-	last.got = sr.c.rv.got + sr.probed
-	l := sr.ledger(last)
-	assert.NilError(t, werr, "every frame accounted after the sender stopped; %v", l)
-	return l, last
 }
 
 // consumer is the guest: pinned to a CPU, it reposts every free RX buffer
@@ -287,37 +205,27 @@ func (sr *smallRacer) settle(t *testing.T, stalled bool) (counters.Accounting, l
 // the receiver checks each frame and the order of each stream. Ring and
 // receiver are its own until close.
 type consumer struct {
-	g    *guest.Net
+	g    *vhostnet.Net
 	rv   *receiver
 	got  atomic.Uint64 // frames received
 	idle atomic.Uint64 // polls that got nothing while vhost held posted buffers
-	stop atomic.Bool
 	// pause, when set, is how long the guest sleeps after a poll that got
 	// nothing: a guest that need not be in a window leaves the CPU to vhost.
 	pause time.Duration
-	done  chan error
-	once  sync.Once
-	err   error
+	loop  *cpus.Loop
 }
 
 // startGuest starts the consumer of guest g, whose frames rv checks, on
 // cpu, pausing for pause after each poll that got nothing.
-func startGuest(t *testing.T, g *guest.Net, rv *receiver, cpu int, pause time.Duration) *consumer {
-	c := &consumer{g: g, rv: rv, pause: pause, done: make(chan error, 1)}
+func startGuest(t *testing.T, g *vhostnet.Net, rv *receiver, cpu int, pause time.Duration) *consumer {
+	c := &consumer{g: g, rv: rv, pause: pause}
+	c.loop = cpus.Start(cpu, c.poll)
 	t.Cleanup(func() { c.close() })
-	go func() {
-		// Returns with the thread locked: the runtime ends it.
-		if err := cpus.Pin(cpu); err != nil {
-			c.done <- err
-			return
-		}
-		c.done <- c.loop()
-	}()
 	return c
 }
 
-func (c *consumer) loop() error {
-	for !c.stop.Load() {
+func (c *consumer) poll(stopped func() bool) error {
+	for !stopped() {
 		if free := c.g.RX.Free(); free > 0 {
 			if _, err := c.g.Post(free); err != nil {
 				return err
@@ -344,10 +252,18 @@ func (c *consumer) loop() error {
 
 // close stops the guest and returns its error; later calls return the
 // same.
-func (c *consumer) close() error {
-	c.once.Do(func() {
-		c.stop.Store(true)
-		c.err = <-c.done
-	})
-	return c.err
+func (c *consumer) close() error { return c.loop.Stop() }
+
+// Got is how many frames the guest received so far (taprace.Consumer).
+func (c *consumer) Got() uint64 { return c.got.Load() }
+
+// Stop stops the guest and returns every frame its receiver got, and its
+// error (taprace.Consumer).
+func (c *consumer) Stop() (uint64, error) {
+	err := c.close()
+	return c.rv.got, err
 }
+
+// Idle is how many polls got nothing while vhost held posted buffers, so
+// far (taprace.Poller).
+func (c *consumer) Idle() uint64 { return c.idle.Load() }

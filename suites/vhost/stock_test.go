@@ -7,7 +7,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // TestStock is the behaviour seed 000 keeps without the flag:
@@ -31,21 +31,21 @@ func TestStock(t *testing.T) {
 // noGuestBuffers fills the tap with a guest that posts nothing, then lets
 // the guest take what the device held.
 func noGuestBuffers(t *testing.T, s setup) {
-	const n = ring + guest.Batch + 300
+	const n = ring + vhostnet.Batch + 300
 	r := newRig(t, s)
 	sent := sendAll(t, r.sender(0), n)
 	// Wait until every frame is either dropped or in the device: the
 	// qdisc is empty and the device holds at most a ring and a batch.
 	r.waitState("tun tail-drop", func(s state) bool {
-		return s.Qdisc.Qlen == 0 && inDevice(sent, 0, s) <= ring+guest.Batch
+		return s.Qdisc.Qlen == 0 && inDevice(sent, 0, s) <= ring+vhostnet.Batch
 	})
 	st := r.steady()
 	held := inDevice(sent, 0, st)
 	a := account(sent, 0, st)
 	a.InDevice = uint64(held)
 	t.Logf("before the guest posts: %v", a)
-	assert.Assert(t, held >= ring-ringSlack && held <= ring+guest.Batch,
-		"the device (ring %d + vhost's batch ≤ %d) holds %d; %v", ring, guest.Batch, held, a)
+	assert.Assert(t, held >= ring-ringSlack && held <= ring+vhostnet.Batch,
+		"the device (ring %d + vhost's batch ≤ %d) holds %d; %v", ring, vhostnet.Batch, held, a)
 	assert.Equal(t, st.Qdisc.Drops, uint64(0), "%v", a)
 	assert.Equal(t, st.Link.TxPackets, uint64(0), "no guest buffer, nothing delivered; %v", a)
 

@@ -13,7 +13,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/dropmon"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // stoppedBacklog is how many frames a stopped queue's qdisc holds, beyond
@@ -126,9 +126,9 @@ func readTap(tb testing.TB, f *os.File, n int, quiet time.Duration) []uint64 {
 			break
 		}
 		assert.NilError(tb, err, "read tap")
-		assert.Assert(tb, m == guest.HdrLen+traffic.FrameLen,
-			"read %d bytes from the tap, want %d", m, guest.HdrLen+traffic.FrameLen)
-		_, seq, err := traffic.Parse(buf[guest.HdrLen:m])
+		assert.Assert(tb, m == vhostnet.HdrLen+traffic.FrameLen,
+			"read %d bytes from the tap, want %d", m, vhostnet.HdrLen+traffic.FrameLen)
+		_, seq, err := traffic.Parse(buf[vhostnet.HdrLen:m])
 		assert.NilError(tb, err)
 		seqs = append(seqs, seq)
 	}

@@ -1,14 +1,12 @@
 package vhost
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	"github.com/xmitcheck/xmitcheck/internal/guest/rounds"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 	"github.com/xmitcheck/xmitcheck/internal/guest/vmpath"
 )
 
@@ -20,7 +18,7 @@ import (
 // frame it receives into the VM's tap in namespace G and transmits the
 // VM's frames (internal/guest/vmpath), with the flag off (side A, twice a
 // round for the A/A floor) against IFF_BACKPRESSURE (side B), the
-// kernel's default qdisc on both, as the sides of rounds.Run. One op is
+// kernel's default qdisc on both, as the sides of rounds.Run (vmpath.BenchStreams). One op is
 // vmpath.OpTime (10 µs) of streaming: -benchtime 100000x streams for 1 s.
 // It reports rx-Mbit/s, cpu-ns/KiB, retrans/s, tun_drops/s and
 // qdisc_drops/s (vmpath.Bench). A kernel without the flag or without
@@ -28,14 +26,6 @@ import (
 // /dev/vhost-net).
 func BenchmarkTCPStreams(b *testing.B) {
 	observe.Probe(b, feature.IFFBackpressure, tuntap.ProbeBackpressure())
-	observe.Probe(b, feature.VhostNet, guest.Probe())
-	stock := vmpath.Config{Consumer: vmpath.VhostNet, Offload: true}
-	patched := stock
-	patched.Backpressure = true
-	for _, n := range []int{1, 2, 4, 8} {
-		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
-			rounds.Run(b, func(b *testing.B) { vmpath.Bench(b, stock, n) },
-				func(b *testing.B) { vmpath.Bench(b, patched, n) })
-		})
-	}
+	observe.Probe(b, feature.VhostNet, vhostnet.Probe())
+	vmpath.BenchStreams(b, vmpath.VhostNet)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/traffic"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // teardownSetup is the rig every teardown starts from: IFF_BACKPRESSURE, a
@@ -54,10 +54,10 @@ func TestTeardown(t *testing.T) {
 		round func(t *testing.T, home *netenv.Env)
 	}{
 		{"CloseVhost", func(t *testing.T, e *netenv.Env) {
-			releaseVhost(t, e, "close the vhost-net file", (*guest.Net).Close)
+			releaseVhost(t, e, "close the vhost-net file", (*vhostnet.Net).Close)
 		}},
 		{"DetachBackend", func(t *testing.T, e *netenv.Env) {
-			releaseVhost(t, e, "VHOST_NET_SET_BACKEND fd -1", (*guest.Net).DetachBackend)
+			releaseVhost(t, e, "VHOST_NET_SET_BACKEND fd -1", (*vhostnet.Net).DetachBackend)
 		}},
 		{"CloseQueue", closeQueue},
 		{"DeleteLink", deleteLink},
@@ -76,7 +76,7 @@ func TestTeardown(t *testing.T) {
 // drop reasons (the frame counter), in that order.
 func requireTeardown(t *testing.T) {
 	t.Helper()
-	g, err := guest.Open(guest.Config{})
+	g, err := vhostnet.Open(vhostnet.Config{})
 	observe.Probe(t, feature.VhostNet, err)
 	assert.NilError(t, g.Close())
 	observe.Probe(t, feature.IFFBackpressure, tuntap.ProbeBackpressure())
@@ -106,17 +106,12 @@ func (s *stopped) ledger(why string, held int) counters.Accounting {
 // head, and wakes the queue, which feeds the qdisc's frames to tun: it
 // drops them, no queue being attached (DEV_READY), or the device frees
 // them as it goes.
-func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.Net) error) {
-	r := newRigIn(t, e, teardownSetup)
-	s := stop(t, r, 0, r.sender(0))
-	counters.Bounded(t, wait, what, func() error { return release(r.guests[0]) })
-	s.holdStopped(what, 0)
-
-	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
-	r.linkGone()
-	const why = "ring and vhost's batch purged at close; " +
-		"the qdisc's frames dropped by tun (DEV_READY) or freed with the device"
-	s.freedAll(t, why, 0)
+func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*vhostnet.Net) error) {
+	releaseInTwo(t, e,
+		step{what, func(r *rig) error { return release(r.guests[0]) }}, what,
+		step{"close the queue file", func(r *rig) error { return r.taps[0].Close() }},
+		"ring and vhost's batch purged at close; "+
+			"the qdisc's frames dropped by tun (DEV_READY) or freed with the device")
 }
 
 // closeQueue closes the queue file while vhost holds it: vhost's own
@@ -127,15 +122,33 @@ func releaseVhost(t *testing.T, e *netenv.Env, what string, release func(*guest.
 // frames are dropped by tun, no queue being attached (DEV_READY), or freed
 // with the device.
 func closeQueue(t *testing.T, e *netenv.Env) {
+	releaseInTwo(t, e,
+		step{"close the queue file", func(r *rig) error { return r.taps[0].Close() }},
+		"close the queue file vhost holds (the tap still there)",
+		step{"close the vhost-net file", func(r *rig) error { return r.guests[0].Close() }},
+		"ring and vhost's batch purged at vhost's release; "+
+			"the qdisc's frames dropped by tun (DEV_READY) or freed with the device")
+}
+
+// step is one step of a teardown: what it does, as its bound names it,
+// and how, on the rig.
+type step struct {
+	what string
+	do   func(r *rig) error
+}
+
+// releaseInTwo stops the queue of a new rig in e and takes first, after
+// which the queue stays stopped and nothing is freed (held names the
+// state), then second, after which the tap is gone and every frame the
+// guest did not get was freed once, for why.
+func releaseInTwo(t *testing.T, e *netenv.Env, first step, held string, second step, why string) {
 	r := newRigIn(t, e, teardownSetup)
 	s := stop(t, r, 0, r.sender(0))
-	counters.Bounded(t, wait, "close the queue file", r.taps[0].Close)
-	s.holdStopped("close the queue file vhost holds (the tap still there)", 0)
+	counters.Bounded(t, wait, first.what, func() error { return first.do(r) })
+	s.holdStopped(held, 0)
 
-	counters.Bounded(t, wait, "close the vhost-net file", r.guests[0].Close)
+	counters.Bounded(t, wait, second.what, func() error { return second.do(r) })
 	r.linkGone()
-	const why = "ring and vhost's batch purged at vhost's release; " +
-		"the qdisc's frames dropped by tun (DEV_READY) or freed with the device"
 	s.freedAll(t, why, 0)
 }
 
@@ -227,13 +240,13 @@ func deleteNetns(t *testing.T, home *netenv.Env) {
 	there := func() error { _, err := tap.Flags(); return err }
 	counters.Hold(t, holdFor, "the namespace, pinned by the sender's frames in the stopped qdisc", there)
 
-	delivered, err := s.m.post(guest.Batch)
+	delivered, err := s.m.post(vhostnet.Batch)
 	assert.NilError(t, err)
 	assert.Assert(t, s.m.woken, "model: one batch of buffers wakes the queue")
 	s.m.refill(0)
 	assert.Assert(t, s.m.backlog == 0, "model: the qdisc hands all its frames to the ring")
 	want := s.rv.got + uint64(delivered)
-	r.receive(r.guests[0], s.rv, guest.Batch, func(rv *receiver) bool { return rv.got >= want })
+	r.receive(r.guests[0], s.rv, vhostnet.Batch, func(rv *receiver) bool { return rv.got >= want })
 	_, err = counters.WaitFor(r.ctx, wait, tap.Gone, func(g bool) bool { return g })
 	assert.NilError(t, err,
 		"the namespace and its tap destroyed once the qdisc handed the sender's last frame to the ring; %v", s.queued())

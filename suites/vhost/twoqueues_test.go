@@ -8,7 +8,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // TestTwoQueues: two queue pairs of a multi-queue tap steered by stream.
@@ -28,9 +28,9 @@ func TestTwoQueues(t *testing.T) {
 func twoQueues(t *testing.T, s setup) {
 	r := newRig(t, s)
 	r.steerByStream()
-	sent0 := sendAll(t, r.sender(0), ring+guest.Batch+100)
+	sent0 := sendAll(t, r.sender(0), ring+vhostnet.Batch+100)
 	r.waitState("queue 0 full", func(st state) bool {
-		return st.Qdisc.Qlen+st.Link.TxDropped+ring+guest.Batch >= sent0
+		return st.Qdisc.Qlen+st.Link.TxDropped+ring+vhostnet.Batch >= sent0
 	})
 	st0 := r.steady()
 	if s.backpressure {

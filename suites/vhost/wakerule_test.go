@@ -3,7 +3,7 @@ package vhost
 import (
 	"fmt"
 
-	guest "github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // tapModel is what Linux 7.3 does with a tap opened with IFF_BACKPRESSURE,
@@ -107,7 +107,7 @@ func (m *tapModel) post(k int) (int, error) {
 
 // take is vhost_net_buf_produce followed by __tun_wake_queue.
 func (m *tapModel) take() {
-	n := min(guest.Batch, m.ring)
+	n := min(vhostnet.Batch, m.ring)
 	m.ring -= n
 	m.held += n
 	m.took += n

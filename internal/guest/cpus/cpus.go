@@ -5,6 +5,8 @@ package cpus
 import (
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,4 +58,37 @@ func On(cpu int, f func() error) error {
 		done <- f()
 	}()
 	return <-done
+}
+
+// Loop is a goroutine on a thread bound to a CPU that runs until Stop, or
+// until it fails.
+type Loop struct {
+	stop atomic.Bool
+	done chan error
+	once sync.Once
+	err  error
+}
+
+// Start runs run on a thread bound to cpu, passing it stopped, which
+// reports whether Stop was called: run returns then, or with an error.
+// The thread stays locked, so the runtime ends it.
+func Start(cpu int, run func(stopped func() bool) error) *Loop {
+	l := &Loop{done: make(chan error, 1)}
+	go func() {
+		if err := Pin(cpu); err != nil {
+			l.done <- err
+			return
+		}
+		l.done <- run(l.stop.Load)
+	}()
+	return l
+}
+
+// Stop stops the loop and returns its error; later calls return the same.
+func (l *Loop) Stop() error {
+	l.once.Do(func() {
+		l.stop.Store(true)
+		l.err = <-l.done
+	})
+	return l.err
 }

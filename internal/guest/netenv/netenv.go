@@ -35,24 +35,14 @@ type Env struct {
 // for every device created afterwards. It fails tb when not run as root.
 func New(tb testing.TB) *Env {
 	tb.Helper()
-	observe.Step(tb)
-	defer profile.Start(tb, profile.Setup).End()
-	if testing.Short() {
-		tb.Skip("netenv: needs root and network namespaces: not with -short")
-	}
-	e, err := open()
-	if err != nil {
-		tb.Fatalf("netenv: %v", err)
-	}
+	e := create(tb)
 	tb.Cleanup(func() { e.close() })
 	return e
 }
 
-// NewDoomed creates a namespace the test deletes itself: kill drops every
-// reference the test holds to it (its file and the netlink handle), after
-// which the kernel destroys it as soon as nothing else holds it. kill is
-// idempotent and also runs at the test's end.
-func NewDoomed(tb testing.TB) (e *Env, kill func()) {
+// create creates a namespace for tb, as a step of its test; it skips tb
+// with -short and fails it when not run as root.
+func create(tb testing.TB) *Env {
 	tb.Helper()
 	observe.Step(tb)
 	defer profile.Start(tb, profile.Setup).End()
@@ -63,6 +53,16 @@ func NewDoomed(tb testing.TB) (e *Env, kill func()) {
 	if err != nil {
 		tb.Fatalf("netenv: %v", err)
 	}
+	return e
+}
+
+// NewDoomed creates a namespace the test deletes itself: kill drops every
+// reference the test holds to it (its file and the netlink handle), after
+// which the kernel destroys it as soon as nothing else holds it. kill is
+// idempotent and also runs at the test's end.
+func NewDoomed(tb testing.TB) (e *Env, kill func()) {
+	tb.Helper()
+	e = create(tb)
 	kill = func() { e.close() }
 	tb.Cleanup(kill)
 	return e, kill

@@ -10,7 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/nopreempt"
-	"github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // opens is how many times TestVhostOwnerUnderSignals opens vhost-net.
@@ -48,7 +48,7 @@ func TestVhostOwnerUnderSignals(t *testing.T) {
 	}()
 	var failed []error
 	for range opens {
-		n, err := vhost.Open(vhost.Config{})
+		n, err := vhostnet.Open(vhostnet.Config{})
 		if err != nil {
 			failed = append(failed, err)
 			continue

@@ -1,24 +1,19 @@
 package tunwake
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Owners runs bpf/owner.c on one tap, of any number of queues.
 type Owners struct {
-	objs   ownerObjects
-	links  map[string]link.Link
-	losses *instrument.Losses
+	probes
+	objs ownerObjects
 }
 
 // TraceOwners attaches bpf/owner.c to the tap ifindex of the namespace ns
@@ -26,67 +21,41 @@ type Owners struct {
 // is an environment fault, one that missed events an instrument fault.
 func TraceOwners(tb testing.TB, ns, ifindex int) *Owners {
 	tb.Helper()
-	o, err := AttachOwners(ns, ifindex)
-	if err != nil {
-		observe.Fault(tb, instrument.Cause(err), "%v", err)
-	}
-	tb.Cleanup(func() { o.Close() })
-	return o
+	return trace(tb, func() (*Owners, error) { return AttachOwners(ns, ifindex) })
 }
 
 // AttachOwners loads and attaches bpf/owner.c for the tap ifindex of the
 // namespace ns (a namespace file descriptor).
 func AttachOwners(ns, ifindex int) (*Owners, error) {
-	defer profile.Running(profile.Setup).End()
-	spec, err := instrument.Spec("bpf/owner.c", loadOwner)
-	if err != nil {
-		return nil, err
-	}
-	err = setTap(spec, "bpf/owner.c", ns, ifindex, map[string][]string{
-		ownerVarDevOff:    {"tun_struct", "dev"},
-		ownerVarTfilesOff: {"tun_struct", "tfiles"},
-		ownerVarIndexOff:  {"tun_file", "queue_index"},
+	o := &Owners{}
+	err := o.attach(program{
+		file: "bpf/owner.c", load: loadOwner,
+		offsets: map[string][]string{
+			ownerVarDevOff:    {"tun_struct", "dev"},
+			ownerVarTfilesOff: {"tun_struct", "tfiles"},
+			ownerVarIndexOff:  {"tun_file", "queue_index"},
+		},
+		needs: "kprobes on tun's __tun_wake_queue and netif_tx_wake_queue; needs BTF",
+	}, ns, ifindex, &o.objs, func() []instrument.Probe {
+		return []instrument.Probe{
+			{Func: "__tun_wake_queue", Prog: o.objs.OwnerEntry},
+			{Func: "__tun_wake_queue", Prog: o.objs.OwnerExit, Return: true},
+			{Func: "netif_tx_wake_queue", Prog: o.objs.OwnerWake},
+		}
 	})
 	if err != nil {
-		return nil, err
-	}
-	o := &Owners{}
-	if err := spec.LoadAndAssign(&o.objs, instrument.LoadOptions()); err != nil {
-		return nil, fmt.Errorf("load bpf/owner.c (kprobes on tun's __tun_wake_queue and netif_tx_wake_queue; "+
-			"needs BTF): %w", err)
-	}
-	o.links, err = instrument.AttachProbes(
-		instrument.Probe{Func: "__tun_wake_queue", Prog: o.objs.OwnerEntry},
-		instrument.Probe{Func: "__tun_wake_queue", Prog: o.objs.OwnerExit, Return: true},
-		instrument.Probe{Func: "netif_tx_wake_queue", Prog: o.objs.OwnerWake})
-	if err == nil {
-		o.losses, err = instrument.NewLosses(o.programs(), o.links)
-	}
-	if err != nil {
-		o.Close()
 		return nil, err
 	}
 	return o, nil
 }
 
-func (o *Owners) programs() []*ebpf.Program {
-	return []*ebpf.Program{o.objs.OwnerEntry, o.objs.OwnerExit, o.objs.OwnerWake}
-}
-
 // Counts reads the tally so far.
 func (o *Owners) Counts() (OwnerCalls, error) {
-	var per []ownerOwnerCounts
-	if err := o.objs.OwnerCounts.Lookup(uint32(0), &per); err != nil {
+	c, err := instrument.SumCPUs[ownerOwnerCounts](o.objs.OwnerCounts)
+	if err != nil {
 		return OwnerCalls{}, fmt.Errorf("read the owner counters: %w", err)
 	}
-	var sum OwnerCalls
-	for _, c := range per {
-		sum.Calls += c.Calls
-		sum.Stale += c.Stale
-		sum.Woke += c.Woke
-		sum.Lost += c.Lost
-	}
-	return sum, nil
+	return OwnerCalls{Calls: c.Calls, Stale: c.Stale, Woke: c.Woke, Lost: c.Lost}, nil
 }
 
 // CheckOwners holds the kernel to the owner check: no wake inside a call
@@ -130,13 +99,4 @@ func (o *Owners) Void() (why string, void bool) {
 	}
 	n, named := instrument.Sum(lost)
 	return fmt.Sprintf("bpf/owner.c missed %d events (%s)", n, named), true
-}
-
-// Close detaches and unloads the programs.
-func (o *Owners) Close() error {
-	var errs []error
-	for _, l := range o.links {
-		errs = append(errs, l.Close())
-	}
-	return errors.Join(append(errs, o.objs.Close())...)
 }

@@ -6,22 +6,18 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/link"
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/counters"
 	"github.com/xmitcheck/xmitcheck/internal/guest/instrument"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
-	"github.com/xmitcheck/xmitcheck/internal/guest/profile"
 )
 
 // Tracer runs bpf/wake.c on one single-queue tap.
 type Tracer struct {
-	objs   wakeObjects
-	links  map[string]link.Link
-	losses *instrument.Losses
+	probes
+	objs wakeObjects
 }
 
 // Trace attaches bpf/wake.c to the tap ifindex of the namespace ns (a
@@ -29,11 +25,7 @@ type Tracer struct {
 // an environment fault, one that missed events an instrument fault.
 func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 	tb.Helper()
-	tr, err := Attach(ns, ifindex)
-	if err != nil {
-		observe.Fault(tb, instrument.Cause(err), "%v", err)
-	}
-	tb.Cleanup(func() { tr.Close() })
+	tr := trace(tb, func() (*Tracer, error) { return Attach(ns, ifindex) })
 	instrument.WatchLosses(tb, "bpf/wake.c", tr.losses)
 	return tr
 }
@@ -41,31 +33,22 @@ func Trace(tb testing.TB, ns, ifindex int) *Tracer {
 // Attach loads and attaches bpf/wake.c for the tap ifindex of the
 // namespace ns (a namespace file descriptor).
 func Attach(ns, ifindex int) (*Tracer, error) {
-	defer profile.Running(profile.Setup).End()
-	spec, err := instrument.Spec("bpf/wake.c", loadWake)
-	if err != nil {
-		return nil, err
-	}
-	err = setTap(spec, "bpf/wake.c", ns, ifindex, map[string][]string{
-		wakeVarTfilesOff:   {"tun_struct", "tfiles"},
-		wakeVarProducerOff: {"tun_file", "tx_ring", "producer"},
-		wakeVarQueueOff:    {"tun_file", "tx_ring", "queue"},
+	tr := &Tracer{}
+	err := tr.attach(program{
+		file: "bpf/wake.c", load: loadWake,
+		offsets: map[string][]string{
+			wakeVarTfilesOff:   {"tun_struct", "tfiles"},
+			wakeVarProducerOff: {"tun_file", "tx_ring", "producer"},
+			wakeVarQueueOff:    {"tun_file", "tx_ring", "queue"},
+		},
+		needs: "kprobe and kretprobe on netif_tx_wake_queue; needs BTF",
+	}, ns, ifindex, &tr.objs, func() []instrument.Probe {
+		return []instrument.Probe{
+			{Func: "netif_tx_wake_queue", Prog: tr.objs.WakeEnter},
+			{Func: "netif_tx_wake_queue", Prog: tr.objs.WakeExit, Return: true},
+		}
 	})
 	if err != nil {
-		return nil, err
-	}
-	tr := &Tracer{}
-	if err := spec.LoadAndAssign(&tr.objs, instrument.LoadOptions()); err != nil {
-		return nil, fmt.Errorf("load bpf/wake.c (kprobe and kretprobe on netif_tx_wake_queue; needs BTF): %w", err)
-	}
-	tr.links, err = instrument.AttachProbes(
-		instrument.Probe{Func: "netif_tx_wake_queue", Prog: tr.objs.WakeEnter},
-		instrument.Probe{Func: "netif_tx_wake_queue", Prog: tr.objs.WakeExit, Return: true})
-	if err == nil {
-		tr.losses, err = instrument.NewLosses([]*ebpf.Program{tr.objs.WakeEnter, tr.objs.WakeExit}, tr.links)
-	}
-	if err != nil {
-		tr.Close()
 		return nil, err
 	}
 	return tr, nil
@@ -104,25 +87,9 @@ func tunTypes() (*btf.Spec, error) {
 
 // Counts reads the tally so far.
 func (tr *Tracer) Counts() (Wakes, error) {
-	var per []wakeCounts
-	if err := tr.objs.Counts.Lookup(uint32(0), &per); err != nil {
+	c, err := instrument.SumCPUs[wakeCounts](tr.objs.Counts)
+	if err != nil {
 		return Wakes{}, fmt.Errorf("read the wake counters: %w", err)
 	}
-	var sum Wakes
-	for _, c := range per {
-		sum.All += c.Wakes
-		sum.Full += c.Full
-		sum.Unread += c.Unread
-		sum.Unheld += c.Unheld
-	}
-	return sum, nil
-}
-
-// Close detaches and unloads the programs.
-func (tr *Tracer) Close() error {
-	var errs []error
-	for _, l := range tr.links {
-		errs = append(errs, l.Close())
-	}
-	return errors.Join(append(errs, tr.objs.Close())...)
+	return Wakes{All: c.Wakes, Full: c.Full, Unread: c.Unread, Unheld: c.Unheld}, nil
 }

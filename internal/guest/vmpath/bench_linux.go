@@ -1,13 +1,31 @@
 package vmpath
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/cpumeter"
+	"github.com/xmitcheck/xmitcheck/internal/guest/rounds"
 )
+
+// BenchStreams runs Bench for 1, 2, 4 and 8 TCP streams (sub-benchmarks
+// streams=N) through consumer, with offloads, as the sides of rounds.Run:
+// the flag off (side A, twice a round for the A/A floor) against
+// IFF_BACKPRESSURE (side B), the kernel's default qdisc on both.
+func BenchStreams(b *testing.B, consumer Consumer) {
+	stock := Config{Consumer: consumer, Offload: true}
+	patched := stock
+	patched.Backpressure = true
+	for _, n := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
+			rounds.Run(b, func(b *testing.B) { Bench(b, stock, n) },
+				func(b *testing.B) { Bench(b, patched, n) })
+		})
+	}
+}
 
 // OpTime is the streaming one op of Bench stands for: b.N ops stream for
 // b.N × OpTime, so -benchtime 100000x streams for 1 s.

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
-	"github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 const (
@@ -135,7 +135,7 @@ func (p *Path) transmit() error {
 // finished the frame before tun took it, and Net.Transmit sends a frame
 // behind a header of zeros.
 func finished(b []byte) ([]byte, error) {
-	h, frame, err := tuntap.ParseVnetHdr(b, vhost.HdrLen)
+	h, frame, err := tuntap.ParseVnetHdr(b, vhostnet.HdrLen)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/xmitcheck/xmitcheck/internal/guest/netenv"
 	"github.com/xmitcheck/xmitcheck/internal/guest/observe"
 	"github.com/xmitcheck/xmitcheck/internal/guest/tuntap"
-	"github.com/xmitcheck/xmitcheck/internal/guest/vhost"
+	"github.com/xmitcheck/xmitcheck/internal/guest/vhostnet"
 )
 
 // stopLimit bounds the teardown's wait for the forwarding threads, once
@@ -34,7 +34,7 @@ type Path struct {
 	// host is HostTap's queue file, guest GuestTap's.
 	host, guest *tuntap.Device
 	// vm is the vhost-net device of the VhostNet consumer.
-	vm *vhost.Net
+	vm *vhostnet.Net
 	// stop is set when the teardown begins: the forwarders' errors are
 	// then the teardown's doing.
 	stop atomic.Bool
@@ -68,14 +68,14 @@ func New(tb testing.TB, cfg Config) *Path {
 	}
 	switch cfg.Consumer {
 	case VhostNet:
-		vc := vhost.Config{}
+		vc := vhostnet.Config{}
 		if cfg.Offload {
 			// A 64 KiB packet spread over 4 KiB buffers, as Linux's
 			// virtio-net posts them for mergeable receive buffers.
-			vc = vhost.Config{Features: vhost.FeatureMrgRxBuf, BufSize: 4096}
+			vc = vhostnet.Config{Features: vhostnet.FeatureMrgRxBuf, BufSize: 4096}
 		}
 		var err error
-		p.vm, err = vhost.Open(vc)
+		p.vm, err = vhostnet.Open(vc)
 		observe.Probe(tb, feature.VhostNet, err)
 		tb.Cleanup(func() { p.vm.Close() })
 		hostFlags |= tuntap.IFFVnetHdr
@@ -115,7 +115,7 @@ func openTap(tb testing.TB, e *netenv.Env, name string, flags uint16) *tuntap.De
 	assert.Equal(tb, got&flags, flags, "TUNGETIFF flags %#x of %s: the kernel did not keep %#x", got, name, flags&^got)
 	if flags&tuntap.IFFVnetHdr != 0 {
 		// struct virtio_net_hdr_mrg_rxbuf, vhost-net's header.
-		assert.NilError(tb, d.SetVnetHdrSize(vhost.HdrLen))
+		assert.NilError(tb, d.SetVnetHdrSize(vhostnet.HdrLen))
 	}
 	return d
 }

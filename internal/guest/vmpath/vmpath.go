@@ -38,7 +38,7 @@ const (
 	Read Consumer = "read"
 	// VhostNet is a hypervisor with vhost-net: the queue file (with a
 	// 12-byte virtio-net header) is the backend of a vhost-net device
-	// (internal/guest/vhost), whose RX virtqueue a thread empties into
+	// (internal/guest/vhostnet), whose RX virtqueue a thread empties into
 	// GuestTap; the VM's frames go back through its TX virtqueue.
 	VhostNet Consumer = "vhost-net"
 )

@@ -32,28 +32,9 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "tap.h"
+
 char __license[] SEC("license") = "GPL";
-
-struct ns_common {
-	unsigned int inum;
-} __attribute__((preserve_access_index));
-
-struct net {
-	struct ns_common ns;
-} __attribute__((preserve_access_index));
-
-typedef struct {
-	struct net *net;
-} possible_net_t;
-
-struct net_device {
-	int ifindex;
-	possible_net_t nd_net;
-} __attribute__((preserve_access_index));
-
-struct netdev_queue {
-	struct net_device *dev;
-} __attribute__((preserve_access_index));
 
 // owner_counts is what the programs tally, per CPU.
 struct owner_counts {
@@ -78,10 +59,6 @@ struct {
 	__type(value, __u8);
 } stale_tasks SEC(".maps");
 
-// The tap: its ifindex and its namespace's inode.
-volatile const __u32 ifindex = 0;
-volatile const __u32 netns = 0;
-
 // Offsets in tun's module BTF: of dev and tfiles in struct tun_struct, of
 // queue_index in struct tun_file.
 volatile const __u32 dev_off = 0;
@@ -95,11 +72,6 @@ static struct owner_counts *tally(void)
 {
 	__u32 zero = 0;
 	return bpf_map_lookup_elem(&owner_counts, &zero);
-}
-
-static int ours(struct net_device *dev)
-{
-	return BPF_CORE_READ(dev, ifindex) == ifindex && BPF_CORE_READ(dev, nd_net.net, ns.inum) == netns;
 }
 
 SEC("kprobe/__tun_wake_queue")

@@ -39,30 +39,9 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "tap.h"
+
 char __license[] SEC("license") = "GPL";
-
-struct ns_common {
-	unsigned int inum;
-} __attribute__((preserve_access_index));
-
-struct net {
-	struct ns_common ns;
-} __attribute__((preserve_access_index));
-
-typedef struct {
-	struct net *net;
-} possible_net_t;
-
-struct net_device {
-	int ifindex;
-	possible_net_t nd_net;
-	unsigned char priv[];
-} __attribute__((preserve_access_index));
-
-struct netdev_queue {
-	struct net_device *dev;
-	unsigned long state;
-} __attribute__((preserve_access_index));
 
 // counts is what the program tallies, per CPU.
 struct counts {
@@ -88,10 +67,6 @@ struct {
 	__type(value, struct netdev_queue *);
 } in_wake SEC(".maps");
 
-// The tap: its ifindex and its namespace's inode.
-volatile const __u32 ifindex = 0;
-volatile const __u32 netns = 0;
-
 // Offsets in tun's module BTF: of tfiles in struct tun_struct (the
 // device's private area), and of tx_ring.producer and tx_ring.queue in
 // struct tun_file. The tap has one queue: tfiles[0].
@@ -112,7 +87,7 @@ int BPF_KPROBE(wake_enter, struct netdev_queue *txq)
 	struct net_device *dev = BPF_CORE_READ(txq, dev);
 	__u64 task = bpf_get_current_task();
 
-	if (!n || BPF_CORE_READ(dev, ifindex) != ifindex || BPF_CORE_READ(dev, nd_net.net, ns.inum) != netns)
+	if (!n || !ours(dev))
 		return 0;
 	if (bpf_map_update_elem(&in_wake, &task, &txq, BPF_ANY))
 		n->unheld++;

@@ -1,4 +1,4 @@
-// Package vhost is a userspace vhost-net "guest": it opens /dev/vhost-net,
+// Package vhostnet is a userspace vhost-net "guest": it opens /dev/vhost-net,
 // gives it one anonymous memory region and a split virtqueue each for RX and
 // TX, attaches a tap as the backend and then plays the guest driver, posting
 // receive buffers at a rate the test controls and reading the used ring (and
@@ -11,7 +11,7 @@
 // negotiates VIRTIO_F_VERSION_1, so every receive buffer starts with a
 // 12-byte struct virtio_net_hdr_mrg_rxbuf written by tun. Config.Features
 // adds event indexes, indirect descriptors or mergeable receive buffers.
-package vhost
+package vhostnet
 
 import "fmt"
 

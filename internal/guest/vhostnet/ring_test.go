@@ -1,4 +1,4 @@
-package vhost
+package vhostnet
 
 import (
 	"encoding/binary"
