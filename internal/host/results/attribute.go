@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
+	"github.com/xmitcheck/xmitcheck/internal/splat"
 )
 
 // seedCode is the code each seed's patch changed, as a kernel report names
@@ -113,6 +114,28 @@ func attribute(lines []string) attribution {
 	return a
 }
 
+// pastSanitizers returns a report (headed "kernel KIND…:") that is not a
+// sanitizer's (a crash, a hang with the console's last lines) without the sanitizer reports its
+// lines hold: everything up to the last rule of "=" that closes one. Each
+// of those reached the test as a report of its own and is judged (or
+// noted) as one; the console's tail, which may start inside one, must not
+// pin a hang on the code of a race reported before it.
+func pastSanitizers(report []string) []string {
+	if len(report) == 0 || !strings.HasPrefix(report[0], "kernel ") || splat.Sanitizer(reportKind(report[0])) {
+		return report
+	}
+	last := -1
+	for i, l := range report {
+		if endRule.MatchString(strings.TrimSpace(printkTime.ReplaceAllString(l, ""))) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return report
+	}
+	return append(report[:1:1], report[last+1:]...)
+}
+
 // reportSeed returns the seed whose code one report names, and that code
 // ("drivers/net/tun.c", "tun_net_close"): the WARNING's file, then the
 // functions its first line names (a WARNING's, a sanitizer's), the
@@ -120,6 +143,7 @@ func attribute(lines []string) attribution {
 // traceFrames frames of each of its stacks that are not a report's own
 // machinery; "" when none is a seed's.
 func reportSeed(report []string) (feature.Seed, string) {
+	report = pastSanitizers(report)
 	var file string
 	var funcs []string
 	inTrace, frames := false, 0
