@@ -29,6 +29,14 @@ var benignRaces = []struct {
 		"against a driver's wake; every kernel has it"},
 	{"netif_tx_wake_queue / qdisc_maybe_clear_missed", "qdisc_maybe_clear_missed's lockless read of a queue's state " +
 		"(netif_xmit_frozen_or_stopped) against a driver's wake; every kernel since 5.14 has it"},
+	// A qdisc dump (the tests read a qdisc's counters over netlink)
+	// clears TCQ_F_OFFLOADED in sch->flags with a plain read-modify-write
+	// (qdisc_offload_dump_helper, net/sched/sch_api.c) while the qdisc
+	// run reads sch->flags: on a device without offload it writes back
+	// the value it read. Every kernel since 5.0 has it; seen on
+	// build:no-mb-after-stop+kcsan in TestRaceSmallRing (tun).
+	{"__qdisc_run / qdisc_offload_dump_helper", "a qdisc dump's plain rewrite of sch->flags (TCQ_F_OFFLOADED) " +
+		"against the qdisc run's read; every kernel since 5.0 has it"},
 }
 
 // kcsanPair is the "A / B" of a KCSAN report's first line.
