@@ -204,9 +204,18 @@ func (o BuildOptions) inputs(ctx context.Context) (inputs, error) {
 	return in, err
 }
 
-// fragments are the debug flavours' config fragments, then the files'.
+// fragments are the debug flavours' config fragments (with the lockup
+// watchdogs every debug kernel gets, debug/watchdogs.config), then the
+// files'.
 func fragments(debug, files []string) ([]string, error) {
 	var frags []string
+	if len(debug) > 0 {
+		data, err := debugConfigs.ReadFile("debug/watchdogs.config")
+		if err != nil {
+			return nil, err
+		}
+		frags = append(frags, string(data))
+	}
 	for _, f := range debug {
 		data, err := DebugConfig(f)
 		if err != nil {

@@ -3,6 +3,7 @@ package kbuild
 import (
 	"bufio"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,11 +30,11 @@ func TestParseDebug(t *testing.T) {
 // none the suites' own fragment sets.
 func TestDebugConfigs(t *testing.T) {
 	line := regexp.MustCompile(`^(CONFIG_[A-Z0-9_]+=(y|[0-9]+)|# CONFIG_[A-Z0-9_]+ is not set)$`)
-	for _, f := range DebugFlavours {
-		data, err := DebugConfig(f)
+	for _, f := range append(slices.Clone(DebugFlavours), "watchdogs") {
+		data, err := debugConfigs.ReadFile("debug/" + f + ".config")
 		assert.NilError(t, err)
 		seen := map[string]bool{}
-		sc := bufio.NewScanner(strings.NewReader(data))
+		sc := bufio.NewScanner(strings.NewReader(string(data)))
 		for sc.Scan() {
 			l := sc.Text()
 			if l == "" || strings.HasPrefix(l, "# ") && !line.MatchString(l) {
