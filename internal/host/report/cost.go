@@ -41,7 +41,7 @@ func (l costLane) BandEnd() float64 { return l.BandY + l.BandH }
 
 // The forest plot's layout, in CSS pixels.
 const (
-	costLabelW = 330.0
+	costLabelW = 400.0
 	costPlotW  = 360.0
 	costLaneH  = 30.0
 	costTop    = 8.0
@@ -101,7 +101,7 @@ func costLayout(i int, title string, rows []cost.Row) costChart {
 	for n, r := range rows {
 		m := r.JudgedMeasure()
 		y := costTop + (float64(n)+0.5)*costLaneH
-		l := costLane{Y: round1(y), LabelY: round1(y), Label: fmt.Sprintf("%s (%s)", r.Row, m.Unit),
+		l := costLane{Y: round1(y), LabelY: round1(y), Label: laneLabel(r.Row, m.Unit),
 			Judgment: string(r.Judgment), Class: "j-" + judgmentClass(r.Judgment), Tip: r.Line()}
 		if m.Err == "" {
 			f := m.Floor()
@@ -118,6 +118,21 @@ func costLayout(i int, title string, rows []cost.Row) costChart {
 		c.Lanes = append(c.Lanes, l)
 	}
 	return c
+}
+
+// laneMaxRunes is how much of a row's name fits left of the plot
+// (costLabelW at the page's 12 px font); the lane's tooltip has it all.
+const laneMaxRunes = 58
+
+// laneLabel is a row's name and the unit it is judged in, the name cut to
+// fit beside its lane.
+func laneLabel(row, unit string) string {
+	unit = " (" + unit + ")"
+	r, keep := []rune(row), laneMaxRunes-len([]rune(unit))
+	if len(r) > keep {
+		row = string(r[:keep-1]) + "…"
+	}
+	return row + unit
 }
 
 // judgmentClass is the CSS class suffix of a judgment.
