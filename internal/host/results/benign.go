@@ -2,63 +2,104 @@ package results
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
-// benignRaces are the KCSAN reports the judge notes and does not judge:
-// data races that every kernel has, in code no seed changed, which a
-// report may still name a seed's function for (a race between the seed's
-// caller and a counter every driver bumps). Each is matched by the two
-// functions of the report's first line, in the order KCSAN prints them
-// (sorted), and says why it is benign. A report with a reordered access
-// matches none: that is what a missing barrier looks like.
-var benignRaces = []struct {
-	pair, why string
-}{
+// benignRace is one data race every kernel has, in code no seed changed,
+// which a KCSAN report may still name a seed's function for (a core
+// function that reads what a seed's wake writes).
+type benignRace struct {
+	// readers are the functions whose plain access makes it a data race:
+	// the report's first line names one of them at least, and KCSAN may
+	// have reordered only their access (its weak-memory model delays any
+	// plain read to the end of its function when no barrier follows).
+	readers []string
+	// others are the functions the other access may be in; a race at
+	// unknown origin (the value changed, the writer not seen) names none.
+	others []string
+	why    string
+}
+
+// benignRaces are the KCSAN reports the judge notes and does not judge,
+// each with why it is benign. A report matches one when every function its
+// first line names is among the race's readers or others, one at least a
+// reader, and every access it reordered is a reader's: an access of a
+// seed's function reordered is what a missing barrier looks like, and
+// never benign.
+var benignRaces = []benignRace{
 	// The qdisc run reads a queue's state without a lock or a marked
 	// access (netif_xmit_frozen_or_stopped: dev_queue->state &
-	// QUEUE_STATE_ANY_XOFF_OR_FROZEN, include/linux/netdevice.h) while a
-	// driver's wake clears its XOFF bit with test_and_clear_bit. Every
-	// kernel has the read (sch_direct_xmit's, and
-	// qdisc_maybe_clear_missed's since 5.14) and any driver that wakes
-	// its queue from another CPU races it; a stale read costs a requeue
-	// or a MISSED retry, which qdisc_maybe_clear_missed re-checks after
-	// a barrier. Seen on build:7.3.4+kcsan in TestRaceSmallRing (tun),
-	// the wake coming from tun's read().
-	{"__qdisc_run / netif_tx_wake_queue", "the qdisc run's lockless read of a queue's state (netif_xmit_frozen_or_stopped) " +
-		"against a driver's wake; every kernel has it"},
-	{"netif_tx_wake_queue / qdisc_maybe_clear_missed", "qdisc_maybe_clear_missed's lockless read of a queue's state " +
-		"(netif_xmit_frozen_or_stopped) against a driver's wake; every kernel since 5.14 has it"},
+	// QUEUE_STATE_ANY_XOFF_OR_FROZEN, include/linux/netdevice.h) in
+	// sch_direct_xmit (inlined in __qdisc_run or not) and, since 5.14,
+	// in qdisc_maybe_clear_missed, while a driver's wake clears the XOFF
+	// bit with test_and_clear_bit. Any driver that wakes its queue from
+	// another CPU races it; a stale read costs a requeue or a MISSED
+	// retry, which qdisc_maybe_clear_missed re-checks after a barrier.
+	// Seen on build:7.3.4+kcsan in TestRaceSmallRing (tun and vhost),
+	// the wake coming from tun's read() and from vhost-net.
+	{readers: []string{"__qdisc_run", "sch_direct_xmit", "qdisc_maybe_clear_missed"},
+		others: []string{"netif_tx_wake_queue"},
+		why: "the qdisc run's lockless read of a queue's state (netif_xmit_frozen_or_stopped) against a " +
+			"driver's wake; every kernel has it"},
 	// A qdisc dump (the tests read a qdisc's counters over netlink)
 	// clears TCQ_F_OFFLOADED in sch->flags with a plain read-modify-write
 	// (qdisc_offload_dump_helper, net/sched/sch_api.c) while the qdisc
 	// run reads sch->flags: on a device without offload it writes back
 	// the value it read. Every kernel since 5.0 has it; seen on
 	// build:no-mb-after-stop+kcsan in TestRaceSmallRing (tun).
-	{"__qdisc_run / qdisc_offload_dump_helper", "a qdisc dump's plain rewrite of sch->flags (TCQ_F_OFFLOADED) " +
-		"against the qdisc run's read; every kernel since 5.0 has it"},
+	{readers: []string{"__qdisc_run", "sch_direct_xmit", "qdisc_offload_dump_helper"},
+		others: []string{"qdisc_offload_dump_helper"},
+		why: "a qdisc dump's plain rewrite of sch->flags (TCQ_F_OFFLOADED) against the qdisc run's read; " +
+			"every kernel since 5.0 has it"},
 }
 
-// kcsanPair is the "A / B" of a KCSAN report's first line.
-var kcsanPair = regexp.MustCompile(`^BUG: KCSAN: data-race in ([\w.]+ / [\w.]+)\s*$`)
+var (
+	// kcsanTitle is the functions of a KCSAN report's first line: "A / B",
+	// or "A+0x51/0xa0" for a race at unknown origin.
+	kcsanTitle = regexp.MustCompile(`^BUG: KCSAN: data-race in ([\w.]+)(?:\+0x[0-9a-f]+/0x[0-9a-f]+)?` +
+		`(?: / ([\w.]+))?\s*$`)
+	kcsanReordered = regexp.MustCompile(`reordered to: ([\w.]+)\+0x`)
+)
 
 // benign says why report, one KCSAN report, is a listed benign race, or
 // "" when it is not.
 func benign(report []string) string {
-	pair := ""
+	var title, reordered []string
 	for _, l := range report {
-		body := printkTime.ReplaceAllString(l, "")
-		if strings.Contains(body, "reordered") {
-			return ""
+		body := strings.TrimSpace(printkTime.ReplaceAllString(l, ""))
+		if m := kcsanTitle.FindStringSubmatch(body); m != nil && title == nil {
+			title = slices.DeleteFunc(m[1:], func(f string) bool { return f == "" })
 		}
-		if m := kcsanPair.FindStringSubmatch(body); m != nil && pair == "" {
-			pair = m[1]
+		if m := kcsanReordered.FindStringSubmatch(body); m != nil {
+			reordered = append(reordered, m[1])
 		}
 	}
+	if title == nil {
+		return ""
+	}
 	for _, b := range benignRaces {
-		if pair != "" && b.pair == pair {
+		if b.matches(title, reordered) {
 			return b.why
 		}
 	}
 	return ""
+}
+
+func (b benignRace) matches(title, reordered []string) bool {
+	reader := false
+	for _, f := range title {
+		switch {
+		case slices.Contains(b.readers, f):
+			reader = true
+		case !slices.Contains(b.others, f):
+			return false
+		}
+	}
+	for _, f := range reordered {
+		if !slices.Contains(b.readers, f) {
+			return false
+		}
+	}
+	return reader
 }
