@@ -52,6 +52,18 @@ var benignRaces = []benignRace{
 		others: []string{"qdisc_offload_dump_helper"},
 		why: "a qdisc dump's plain rewrite of sch->flags (TCQ_F_OFFLOADED) against the qdisc run's read; " +
 			"every kernel since 5.0 has it"},
+	// A transmit picks its queue reading dev->real_num_tx_queues plainly
+	// (netdev_core_pick_tx, net/core/dev.c) while a detach of a
+	// multiqueue tap lowers it (__tun_detach → netif_set_real_num_tx_queues,
+	// a plain write under RTNL, not the transmit's lock): the pick clamps
+	// to the count it read, and a queue past the new count drops the frame
+	// as a detached queue always has. Every kernel with multiqueue tun
+	// (3.8) has it; seen on build:no-mb-before-stopped+kcsan in
+	// TestDetachRace (tun).
+	{readers: []string{"netdev_core_pick_tx", "netdev_pick_tx"},
+		others: []string{"netif_set_real_num_tx_queues"},
+		why: "a transmit's plain read of the queue count against a detach lowering it; every kernel with " +
+			"multiqueue tun has it"},
 }
 
 var (

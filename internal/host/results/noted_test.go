@@ -243,3 +243,17 @@ func TestQdiscStateRaceVariants(t *testing.T) {
 		assert.Check(t, benign(r) != "", "%s", r[0])
 	}
 }
+
+// TestQueueCountRaceNoted: the race build:no-mb-before-stopped+kcsan
+// reported in tun's TestDetachRace, named by the detach it came from
+// (__tun_detach) but core code every multiqueue tap has.
+func TestQueueCountRaceNoted(t *testing.T) {
+	r := []string{"BUG: KCSAN: data-race in netdev_core_pick_tx / netif_set_real_num_tx_queues",
+		"write to 0xff1100000325c028 of 4 bytes by task 63 on cpu 0:",
+		" netif_set_real_num_tx_queues+0x10b/0x3c0", " __tun_detach+0x6a8/0xa10",
+		"read to 0xff1100000325c028 of 4 bytes by task 59 on cpu 1:", " netdev_core_pick_tx+0x64/0x130",
+		"value changed: 0x00000002 -> 0x00000001"}
+	assert.Check(t, benign(r) != "")
+	s, _ := reportSeed(r)
+	assert.Check(t, is.Equal(s, feature.Seed000Tun), "without the list it is tun's")
+}
