@@ -13,29 +13,13 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/xmitcheck/xmitcheck/internal/host/expect"
+	"github.com/xmitcheck/xmitcheck/internal/host/kcidb/kcidbtest"
 	"github.com/xmitcheck/xmitcheck/internal/host/report"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
-const schemaFile = "testdata/kcidb-io.schema.v5.3.json"
-
-// schema compiles the KCIDB schema as kcidb-io validates it: draft-07,
-// formats asserted.
-func schema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(schemaFile)
-	assert.NilError(t, err)
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	assert.NilError(t, err)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft7)
-	c.AssertFormat()
-	assert.NilError(t, c.AddResource(schemaFile, doc))
-	s, err := c.Compile(schemaFile)
-	assert.NilError(t, err)
-	return s
-}
+// schema compiles the KCIDB schema in the tree.
+func schema(t *testing.T) *jsonschema.Schema { return kcidbtest.Schema(t) }
 
 // validate writes the snapshots' report, checks it against the schema and
 // returns it, decoded.

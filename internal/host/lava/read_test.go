@@ -12,6 +12,7 @@ import (
 
 	"github.com/xmitcheck/xmitcheck/internal/feature"
 	"github.com/xmitcheck/xmitcheck/internal/host/kcidb"
+	"github.com/xmitcheck/xmitcheck/internal/host/kcidb/kcidbtest"
 	"github.com/xmitcheck/xmitcheck/internal/host/results"
 )
 
@@ -80,18 +81,7 @@ func TestReadServerLog(t *testing.T) {
 func TestReadAsKCIDB(t *testing.T) {
 	s, err := Read(bytes.NewReader(recordedLog(t)))
 	assert.NilError(t, err)
-	const schemaFile = "../kcidb/testdata/kcidb-io.schema.v5.3.json"
-	f, err := os.Open(schemaFile)
-	assert.NilError(t, err)
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	assert.NilError(t, err)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft7)
-	c.AssertFormat()
-	assert.NilError(t, c.AddResource(schemaFile, doc))
-	sch, err := c.Compile(schemaFile)
-	assert.NilError(t, err)
+	sch := kcidbtest.Schema(t)
 	var buf bytes.Buffer
 	assert.NilError(t, kcidb.Write(&buf, []results.Snapshot{s}, "lava_lab"))
 	report, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
