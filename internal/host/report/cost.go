@@ -47,6 +47,9 @@ const (
 	costTop    = 8.0
 	costBottom = 28.0
 	costRight  = 110.0
+	// costReach is how far, in percentage points, a chart's scale goes
+	// past its intervals and claims to show lines and floors.
+	costReach = 50.0
 )
 
 // costCharts lays out a chart per kernel and seed with cost rows.
@@ -73,15 +76,29 @@ func costLayout(i int, title string, rows []cost.Row) costChart {
 		Top: costTop}
 	c.Base = costTop + float64(len(rows))*costLaneH
 	c.W, c.H = c.X1+costRight, c.Base+costBottom
-	// The scale takes in every interval, claim, line and floor, and 0.
+	// The scale takes in every interval and claim, and 0; then the lines
+	// and floors, but no further than costReach beyond those: a floor as
+	// wide as a loss rate's can be (±2000 %) would squeeze every interval
+	// into a few pixels. A band or line past the edge is drawn to it.
 	lo, hi := 0.0, 0.0
 	for _, r := range rows {
 		m := r.JudgedMeasure()
 		if m.Err != "" {
 			continue
 		}
+		for _, v := range []float64{m.Change.Lo, m.Change.Hi, m.Claim} {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	dataLo, dataHi := lo, hi
+	for _, r := range rows {
+		m := r.JudgedMeasure()
+		if m.Err != "" {
+			continue
+		}
 		f := m.Floor()
-		for _, v := range []float64{m.Change.Lo, m.Change.Hi, m.Claim, m.Claim - f, m.Claim + f, f, -f} {
+		for _, v := range []float64{m.Claim - f, m.Claim + f, f, -f} {
+			v = math.Max(math.Min(v, dataHi+costReach), dataLo-costReach)
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
 	}

@@ -42,6 +42,20 @@ func TestCostChart(t *testing.T) {
 	assert.Check(t, c.Lanes[0].HiX < c.Lanes[0].LineX, "the regressed interval lies wholly beyond the line")
 }
 
+// TestCostChartWideFloor: a loss row's floor of ±1957 % (debian:7.3's
+// matrix) does not set the scale (it ends 50 points past the highest
+// interval, rounded up): the other rows keep their width, and
+// the band runs to the chart's edge.
+func TestCostChartWideFloor(t *testing.T) {
+	rows := costRowsFixture()
+	rows[1].Measures[0].AA = cost.Change{Lo: -1957, Hi: 1957, Rounds: 6}
+	c := costLayout(0, "debian:7.3: 000-tun", rows)
+	last := c.Ticks[len(c.Ticks)-1].Label
+	assert.Check(t, is.Equal(last, "+100 %"), "the scale ends %s, not +2000 %%: 50 points past +2 %% rounded up", last)
+	assert.Check(t, c.Lanes[0].HiX-c.Lanes[0].LoX > 20, "the regressed interval keeps its width: %+v", c.Lanes[0])
+	assert.Check(t, is.Equal(c.Lanes[1].FloorX0+c.Lanes[1].FloorW, c.X1), "the wide band runs to the edge")
+}
+
 func TestHTMLCost(t *testing.T) {
 	snaps := fixture(t)
 	snaps[1].Costs = costRowsFixture()
