@@ -83,7 +83,10 @@ func TestOwnerRunsItsBatch(t *testing.T) {
 		observe.Fault(t, feature.Environment, "no burst ended on a defer_list batch of 2 or more in %v (%s): "+
 			"the owner's run was never put to the test here", ownerBudget, summary)
 	}
-	observe.Shows(t, feature.Seed003, "the owner ran its batch: the qdisc drained after each burst; "+summary)
+	// No observe.Shows: a kernel without 003 has a defer_list owner too,
+	// and it runs its batch; this test guards 003's premise, it does not
+	// tell 003 from its absence (TestFastPath does).
+	t.Logf("the owner ran its batch: the qdisc drained after each burst")
 }
 
 // bursts is a sender bound to each CPU, each with its own socket and
