@@ -72,7 +72,8 @@ func cachedEntry(final, name string, progress io.Writer) (*Kernel, *manifest, er
 // fetch downloads, checks, extracts and normalises the chosen packages into
 // a temporary directory inside the cache, writes the manifest last and
 // renames the result into place: nothing half-written is ever an entry.
-func fetch(ctx context.Context, s debian.Series, c debian.Choice, a debian.Index, dir string, progress io.Writer) (*Kernel, error) {
+func fetch(ctx context.Context, s debian.Series, c debian.Choice, a debian.Index, dir string,
+	progress io.Writer) (*Kernel, error) {
 	start := time.Now()
 	key := entryKey(s.Name)
 	tmp, err := os.MkdirTemp(dir, "."+key+".tmp-")

@@ -26,7 +26,8 @@ func registerVM(fs *flag.FlagSet, o *runner.Options) {
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 0,
 		"longest time without any output before the run counts as hung (0: 2m)")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "longest time for one kernel's whole run (0: 30m)")
-	fs.Var((*listFlag)(&o.Modprobe), "modprobe", "also load these modules and their dependencies in the guest (repeatable)")
+	fs.Var((*listFlag)(&o.Modprobe), "modprobe",
+		"also load these modules and their dependencies in the guest (repeatable)")
 	fs.StringVar(&o.Expect, "expect", "", "what every kernel must show, e.g. 000,003,004 or '!000' (docs/verdicts.md)")
 }
 

@@ -195,7 +195,9 @@ func (a Index) files(ctx context.Context, pkgs []Package) ([]Package, error) {
 				fields[key] = value
 			}
 		}
-		i := slices.IndexFunc(out, func(p Package) bool { return p.Name == fields["Package"] && p.Version == fields["Version"] })
+		i := slices.IndexFunc(out, func(p Package) bool {
+			return p.Name == fields["Package"] && p.Version == fields["Version"]
+		})
 		if i < 0 {
 			continue
 		}

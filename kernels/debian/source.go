@@ -36,7 +36,8 @@ func (a Index) Source(ctx context.Context, s Series, dir string, progress io.Wri
 // SourceFiles fetches Debian's linux-source package of s, as Source does,
 // and unpacks only members (paths in the tree, files or directories) into
 // dir, at their paths in the tree. It returns the package's version.
-func (a Index) SourceFiles(ctx context.Context, s Series, members []string, dir string, progress io.Writer) (string, error) {
+func (a Index) SourceFiles(ctx context.Context, s Series, members []string, dir string,
+	progress io.Writer) (string, error) {
 	return a.fetchSource(ctx, s, dir, members, progress, func(unpacked string) error {
 		for _, m := range members {
 			to := filepath.Join(dir, m)

@@ -48,7 +48,8 @@ func ParseDebug(values []string) ([]string, error) {
 	}
 	slices.Sort(out)
 	if slices.Contains(out, DebugKCSAN) && slices.Contains(out, DebugKASAN) {
-		return nil, fmt.Errorf("debug flavours kcsan and kasan cannot share a kernel (KCSAN depends on !KASAN): build them apart")
+		return nil, fmt.Errorf("debug flavours kcsan and kasan cannot share a kernel " +
+			"(KCSAN depends on !KASAN): build them apart")
 	}
 	return out, nil
 }

@@ -119,7 +119,8 @@ func (m *maker) configure(base string, frags []string) error {
 		// Base goes first and is not checked: it names options of
 		// several kernel versions. A later line overrides an earlier.
 		all := filepath.Join(tmp, "allno.config")
-		if err := os.WriteFile(all, []byte(strings.Join(append([]string{kernels.Base}, checked...), "\n")), 0o644); err != nil {
+		data := strings.Join(append([]string{kernels.Base}, checked...), "\n")
+		if err := os.WriteFile(all, []byte(data), 0o644); err != nil {
 			return err
 		}
 		if err := cfg.run("KCONFIG_ALLCONFIG="+all, "allnoconfig"); err != nil {

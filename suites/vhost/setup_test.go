@@ -120,7 +120,10 @@ func (s setup) String() string {
 	for _, f := range []struct {
 		bit  uint64
 		name string
-	}{{vhostnet.FeatureEventIdx, "eventidx"}, {vhostnet.FeatureIndirect, "indirect"}, {vhostnet.FeatureMrgRxBuf, "mrgrxbuf"}} {
+	}{
+		{vhostnet.FeatureEventIdx, "eventidx"}, {vhostnet.FeatureIndirect, "indirect"},
+		{vhostnet.FeatureMrgRxBuf, "mrgrxbuf"},
+	} {
 		if s.virtio.Features&f.bit != 0 {
 			q += "_" + f.name
 		}

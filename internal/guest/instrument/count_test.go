@@ -17,7 +17,10 @@ func TestAddInto(t *testing.T) {
 		In    inner
 		Neg   int32
 	}
-	per := []counts{{Calls: 1, Size: [2]uint32{1, 2}, In: inner{3, 4}, Neg: -1}, {Calls: 2, Size: [2]uint32{5, 6}, In: inner{7, 8}, Neg: 3}}
+	per := []counts{
+		{Calls: 1, Size: [2]uint32{1, 2}, In: inner{3, 4}, Neg: -1},
+		{Calls: 2, Size: [2]uint32{5, 6}, In: inner{7, 8}, Neg: 3},
+	}
 	var sum counts
 	for i := range per {
 		addInto(reflect.ValueOf(&sum).Elem(), reflect.ValueOf(&per[i]).Elem())
