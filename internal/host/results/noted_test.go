@@ -257,3 +257,12 @@ func TestQueueCountRaceNoted(t *testing.T) {
 	s, _ := reportSeed(r)
 	assert.Check(t, is.Equal(s, feature.Seed000Tun), "without the list it is tun's")
 }
+
+// TestTwoReadersNotBenign: the qdisc run racing itself on two CPUs is not
+// the listed race of its read against a driver's wake: it stays 003's.
+func TestTwoReadersNotBenign(t *testing.T) {
+	r := []string{"BUG: KCSAN: data-race in __qdisc_run / sch_direct_xmit",
+		"write to 0xff1100000709fb10 of 8 bytes by task 202 on cpu 1:", " sch_direct_xmit+0xa5/0x540",
+		"read to 0xff1100000709fb10 of 8 bytes by task 190 on cpu 0:", " __qdisc_run+0xb4/0x9d0"}
+	assert.Check(t, is.Equal(benign(r), ""))
+}
